@@ -1,0 +1,96 @@
+package scoping_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/version"
+	basecompat "k8s.io/component-base/compatibility"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// Features of the synthetic kube gate the tests use. The binary is 1.37 and
+// may emulate down to 1.34, as kube's rules say.
+const (
+	AlphaA     = "AlphaA"     // alpha since 1.35, off
+	AlphaB     = "AlphaB"     // alpha since 1.35, off
+	AlphaC     = "AlphaC"     // alpha since 1.35, off
+	BetaOn     = "BetaOn"     // alpha 1.34, beta and on since 1.36: default differs at 1.35
+	LockedGA   = "LockedGA"   // GA and locked to true since 1.36
+	NewIn137   = "NewIn137"   // alpha since 1.37: not available when emulating 1.36
+	NeedsAlpha = "NeedsAlpha" // alpha since 1.35, depends on AlphaA
+)
+
+func testFeatures() map[featuregate.Feature]featuregate.VersionedSpecs {
+	v := version.MustParse
+	alpha := featuregate.VersionedSpecs{{Version: v("1.35"), Default: false, PreRelease: featuregate.Alpha}}
+	return map[featuregate.Feature]featuregate.VersionedSpecs{
+		AlphaA:     alpha,
+		AlphaB:     alpha,
+		AlphaC:     alpha,
+		NeedsAlpha: alpha,
+		BetaOn: {
+			{Version: v("1.34"), Default: false, PreRelease: featuregate.Alpha},
+			{Version: v("1.36"), Default: true, PreRelease: featuregate.Beta},
+		},
+		LockedGA: {
+			{Version: v("1.33"), Default: false, PreRelease: featuregate.Beta},
+			{Version: v("1.36"), Default: true, PreRelease: featuregate.GA, LockToDefault: true},
+		},
+		NewIn137: {{Version: v("1.37"), Default: false, PreRelease: featuregate.Alpha}},
+	}
+}
+
+func newEffectiveVersion() basecompat.MutableEffectiveVersion {
+	return basecompat.NewEffectiveVersionFromString("1.37", "1.34", "1.34")
+}
+
+// newTarget builds a hermetic stand-in for the process-wide gate and registry.
+func newTarget(tb testing.TB, features map[featuregate.Feature]featuregate.VersionedSpecs) scoping.Target {
+	tb.Helper()
+	gate := featuregate.NewVersionedFeatureGate(version.MustParse("1.37"))
+	require.NoError(tb, gate.AddVersioned(features))
+	if _, ok := features[NeedsAlpha]; ok {
+		require.NoError(tb, gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}}))
+	}
+	reg := basecompat.NewComponentGlobalsRegistry()
+	require.NoError(tb, reg.Register(scoping.KubeComponent, newEffectiveVersion(), gate))
+	return scoping.Target{Gate: gate, Registry: reg, NewEffectiveVersion: newEffectiveVersion}
+}
+
+// addComponentFlags adds what an upstream component's options add: the
+// registry's flags and component-base's logging flags, bound to the
+// component's own logging configuration.
+func addComponentFlags(s *scoping.Scope) {
+	s.AddFlags()
+	logsapi.AddFlags(logsapi.NewLoggingConfiguration(), s.FlagSet())
+}
+
+// parseAll creates and parses one scope per component, in order.
+func parseAll(tb testing.TB, b *scoping.Barrier, args map[string][]string, order ...string) map[string]*scoping.Scope {
+	tb.Helper()
+	out := map[string]*scoping.Scope{}
+	for _, name := range order {
+		s, err := b.NewScope(name)
+		require.NoError(tb, err)
+		addComponentFlags(s)
+		require.NoError(tb, s.Parse(args[name]), "parse %s", name)
+		out[name] = s
+	}
+	return out
+}
+
+// gateState reads every feature of a gate: the view a component would see.
+func gateState(g featuregate.FeatureGate, features map[featuregate.Feature]featuregate.VersionedSpecs) map[string]bool {
+	out := map[string]bool{}
+	for name := range features {
+		out[string(name)] = g.Enabled(name)
+	}
+	return out
+}
+
+func fg(items ...string) string { return "--feature-gates=" + strings.Join(items, ",") }
