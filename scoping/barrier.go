@@ -21,6 +21,8 @@ import (
 type Barrier struct {
 	target   Target
 	pristine featuregate.MutableVersionedFeatureGate
+	known    []featuregate.Feature // every feature of the pristine gate
+	baseSet  map[string]bool       // features already set explicitly in the pristine gate, resolved
 	logger   logr.Logger
 
 	mu      sync.Mutex
@@ -42,6 +44,14 @@ func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 		return nil, err
 	}
 	b := &Barrier{target: t, pristine: t.Gate.DeepCopy(), logger: klog.Background()}
+	b.baseSet = map[string]bool{}
+	resolved := resolvedValues(b.pristine)
+	for name := range b.pristine.GetAllVersioned() {
+		b.known = append(b.known, name)
+		if b.pristine.ExplicitlySet(name) {
+			b.baseSet[string(name)] = resolved[string(name)]
+		}
+	}
 	for _, o := range opts {
 		o(b)
 	}
@@ -236,15 +246,15 @@ func (p *Plan) checkCombination(emuVer, minVer *version.Version, emulated, minCo
 	p.emu, p.min = ev.EmulationVersion(), ev.MinCompatibilityVersion()
 	p.EmulationVersion, p.MinCompatibilityVersion = p.emu.String(), p.min.String()
 
-	base := b.target.Gate.DeepCopy()
-	if err := base.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
+	candidate := b.target.Gate.DeepCopy()
+	if err := candidate.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
 		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
 			Reason: "the process feature gate's settings are not valid at this version: " + err.Error()}}
 	}
 	if !featuresAgree {
 		return nil
 	}
-	candidate := base.DeepCopy()
+	base := candidate.DeepCopy() // at the reconciled versions, before the overrides
 	if err := candidate.SetFromMap(p.overrides); err != nil {
 		var conflicts []*Conflict
 		for _, name := range sortedKeys(p.overrides) {
@@ -286,14 +296,22 @@ func (p *Plan) warn(emulated []Request) {
 
 func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, features map[string][]Request) []FeatureState {
 	atEmu := candidate.GetAll()
-	atBinary := pristine.GetAll()
+	atBinary := atEmu
+	if !candidate.EmulationVersion().EqualTo(pristine.EmulationVersion()) || !candidate.MinCompatibilityVersion().EqualTo(pristine.MinCompatibilityVersion()) {
+		atBinary = pristine.GetAll()
+	}
+	resolved := resolvedValues(candidate)
 	out := make([]FeatureState, 0, len(atEmu))
 	for name, spec := range atEmu {
+		enabled, ok := resolved[string(name)]
+		if !ok {
+			enabled = spec.Default
+		}
 		fs := FeatureState{
 			Name:            string(name),
 			Stage:           stageName(spec),
 			Default:         spec.Default,
-			Enabled:         candidate.Enabled(name),
+			Enabled:         enabled,
 			LockedToDefault: spec.LockToDefault,
 			Source:          SourceDefault,
 			Requests:        features[string(name)],
@@ -307,6 +325,25 @@ func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, 
 		out = append(out, fs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// resolvedValues reads the gate's resolved explicit values (AllAlpha and
+// AllBeta expanded) from its String form, "A=true,B=false". A feature not in
+// it is at its default. Calling Enabled for every feature instead would record
+// each as queried, which upstream does by cloning a set per call: quadratic in
+// the number of features.
+func resolvedValues(g featuregate.FeatureGate) map[string]bool {
+	out := map[string]bool{}
+	str, ok := g.(fmt.Stringer)
+	if !ok {
+		return out
+	}
+	for _, kv := range strings.Split(str.String(), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k], _ = strconv.ParseBool(v)
+		}
+	}
 	return out
 }
 

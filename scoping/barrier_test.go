@@ -98,7 +98,7 @@ func TestReconcile(t *testing.T) {
 		},
 		want:          map[string]bool{BetaOn: false, LockedGA: false},
 		wantEmulation: "1.35", wantMinCompat: "1.34",
-		wantWarning:   true,
+		wantWarning: true,
 	}, {
 		name: "min-compatibility versions must agree",
 		args: map[string][]string{
@@ -149,7 +149,7 @@ func TestReconcile(t *testing.T) {
 		},
 		want:          map[string]bool{BetaOn: true, LockedGA: true},
 		wantEmulation: "1.37", wantMinCompat: "1.36",
-		wantLogging:   scoping.LoggingSettings{"v": "3", "vmodule": "foo=5", "logging-format": "text"},
+		wantLogging: scoping.LoggingSettings{"v": "3", "vmodule": "foo=5", "logging-format": "text"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -236,10 +236,21 @@ func (s *Scope) record(features, emulated, minCompat []flagItem, recs map[string
 		b, _ := strconv.ParseBool(it.value)
 		req.Features[it.key] = Request{Component: s.name, Value: strconv.FormatBool(b), Flag: flagText("feature-gates", it.text)}
 	}
-	for name := range s.gate.GetAllVersioned() {
-		if _, ok := req.Features[string(name)]; !ok && s.gate.ExplicitlySet(name) {
-			req.Features[string(name)] = Request{Component: s.name, Value: strconv.FormatBool(s.gate.Enabled(name)), Flag: "(set by the component's code)"}
+	// A feature the component's own code set (not by flag) is a request too,
+	// unless the base gate already had it at that value.
+	var resolved map[string]bool
+	for _, name := range s.barrier.known {
+		if _, ok := req.Features[string(name)]; ok || !s.gate.ExplicitlySet(name) {
+			continue
 		}
+		if resolved == nil {
+			resolved = resolvedValues(s.gate)
+		}
+		v := resolved[string(name)]
+		if base, ok := s.barrier.baseSet[string(name)]; ok && base == v {
+			continue
+		}
+		req.Features[string(name)] = Request{Component: s.name, Value: strconv.FormatBool(v), Flag: "(set by the component's code)"}
 	}
 	versionReq := func(flag string, items []flagItem) *Request {
 		for _, it := range items {

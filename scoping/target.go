@@ -72,7 +72,22 @@ func ApplyLoggingSettings(s LoggingSettings, gate featuregate.FeatureGate) error
 			}
 		}
 	}
+	if !knowsLoggingFeatures(gate) {
+		gate = nil // logsapi then uses the logging features' defaults
+	}
 	return logsapi.ValidateAndApply(cfg, gate)
+}
+
+// knowsLoggingFeatures reports whether gate has logsapi's feature gates
+// registered (k8s.io/kubernetes/pkg/features registers them in the process
+// gate; the core module alone does not). logsapi panics on an unknown feature.
+func knowsLoggingFeatures(gate featuregate.FeatureGate) bool {
+	vg, ok := gate.(featuregate.MutableVersionedFeatureGate)
+	if !ok {
+		return false
+	}
+	_, known := vg.GetAllVersioned()[logsapi.ContextualLogging]
+	return known
 }
 
 func (t Target) check() error {

@@ -1,0 +1,6 @@
+//go:build race
+
+package race_test
+
+// raceEnabled reports whether the test binary was built with -race.
+const raceEnabled = true
