@@ -1,0 +1,71 @@
+package harness
+
+import (
+	"context"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// Component is one thing the harness runs as goroutines of the process:
+// kube-apiserver, kube-scheduler, a distro's own controller.
+type Component interface {
+	// Name is unique in a harness; errors, logs and status use it.
+	Name() string
+	// AddFlags adds the component's flags to its scope's FlagSet, with any
+	// upstream options bound to s.Registry(). It is called once, before Parse.
+	AddFlags(s *scoping.Scope) error
+	// Run blocks until ctx is cancelled (return nil) or the component fails
+	// (return the error). It is called only after the barrier applied and
+	// every dependency reported ready.
+	Run(ctx context.Context) error
+}
+
+// Readier is implemented by components that are not ready as soon as Run is
+// called. Ready blocks until the component is ready (nil) or ctx ends (an
+// error); the harness bounds it with ReadyTimeout. Dependents start only
+// after it returned nil.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
+// Stopper is implemented by components that need more than the cancellation
+// of Run's context to stop (an http.Server's Shutdown, say). The harness
+// calls Stop with a context that carries the stop deadline, then cancels Run's
+// context, and waits for Run to return until the deadline.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
+// Func adapts functions to a Component, for the simple case. Only RunFunc is
+// required.
+type Func struct {
+	ComponentName string
+	// FlagsFunc adds flags to the scope; nil adds none.
+	FlagsFunc func(s *scoping.Scope) error
+	// RunFunc is Component.Run.
+	RunFunc func(ctx context.Context) error
+	// ReadyFunc is Readier.Ready; nil means ready once RunFunc was called.
+	ReadyFunc func(ctx context.Context) error
+}
+
+// Name returns ComponentName.
+func (f *Func) Name() string { return f.ComponentName }
+
+// AddFlags calls FlagsFunc, if set.
+func (f *Func) AddFlags(s *scoping.Scope) error {
+	if f.FlagsFunc == nil {
+		return nil
+	}
+	return f.FlagsFunc(s)
+}
+
+// Run calls RunFunc.
+func (f *Func) Run(ctx context.Context) error { return f.RunFunc(ctx) }
+
+// Ready calls ReadyFunc, if set.
+func (f *Func) Ready(ctx context.Context) error {
+	if f.ReadyFunc == nil {
+		return nil
+	}
+	return f.ReadyFunc(ctx)
+}

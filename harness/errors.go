@@ -1,0 +1,84 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrExited is the cause when a component's Run returned nil before the
+// harness asked it to stop: a control plane whose apiserver quietly went
+// away is not running.
+var ErrExited = errors.New("Run returned before the harness asked the component to stop")
+
+// ComponentError says which component failed in which phase. Run returns it
+// (joined with any others) and errors.As extracts it.
+type ComponentError struct {
+	Component string
+	Phase     Phase
+	Err       error
+}
+
+// Error reads like "kube-scheduler failed in phase start: ...".
+func (e *ComponentError) Error() string {
+	return fmt.Sprintf("%s failed in phase %s: %v", e.Component, e.Phase, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ComponentError) Unwrap() error { return e.Err }
+
+// PhaseError is a failure of the harness itself in a phase, not of one
+// component: a dependency cycle, conflicts at the barrier.
+type PhaseError struct {
+	Phase Phase
+	Err   error
+}
+
+// Error reads like "harness phase barrier: ...".
+func (e *PhaseError) Error() string { return fmt.Sprintf("harness phase %s: %v", e.Phase, e.Err) }
+
+// Unwrap returns the cause.
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// PanicError is a panic recovered in a component's goroutine, with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error gives the panic value and the stack of the panicking goroutine.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
+}
+
+// DeadlineError is a component that did not become ready, or did not return
+// from Run, within its deadline.
+type DeadlineError struct {
+	What    string // "ready" or "stop"
+	Timeout time.Duration
+}
+
+// Error reads like "did not stop within 30s".
+func (e *DeadlineError) Error() string {
+	if e.What == "ready" {
+		return fmt.Sprintf("not ready within %s", e.Timeout)
+	}
+	return fmt.Sprintf("did not stop within %s; its goroutines were abandoned", e.Timeout)
+}
+
+// DependencyError is a dependency declared on a name no component has, or
+// a dependency cycle (Cycle lists it, first name repeated at the end).
+type DependencyError struct {
+	Component  string
+	Dependency string
+	Cycle      []string
+}
+
+// Error names the component and the dependency, or the cycle.
+func (e *DependencyError) Error() string {
+	if len(e.Cycle) > 0 {
+		return "dependency cycle: " + strings.Join(e.Cycle, " → ")
+	}
+	return fmt.Sprintf("%s depends on %q, which is not a component of this harness", e.Component, e.Dependency)
+}

@@ -1,0 +1,476 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// Default deadlines, used when the Harness fields are zero.
+const (
+	DefaultReadyTimeout = 2 * time.Minute
+	DefaultStopTimeout  = 30 * time.Second
+)
+
+// Harness runs components as goroutines of one process: a scope per
+// component, the barrier, ordered start with readiness, first failure stops
+// the rest, reverse stop with deadlines. The zero value is ready to use: Add
+// components, then Run once.
+type Harness struct {
+	// Target is the process-wide state the barrier applies to; nil means
+	// scoping.ProcessTarget().
+	Target *scoping.Target
+	// Logger gets one line per phase and per component state change; the zero
+	// value means klog.Background(). (logr.Discard() is the zero value too: to
+	// silence the harness, give it a logger whose sink drops everything.)
+	Logger logr.Logger
+	// ReadyTimeout bounds each component's Ready; zero means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// StopTimeout bounds each component's stop; zero means DefaultStopTimeout.
+	StopTimeout time.Duration
+
+	mu      sync.Mutex
+	units   []*unit
+	running bool
+	phase   Phase
+	timings []PhaseTiming
+	plan    *scoping.Plan
+}
+
+// unit is one added component and its run state.
+type unit struct {
+	c    Component
+	args []string
+	deps []string
+
+	depUnits []*unit
+	scope    *scoping.Scope
+	ready    chan struct{} // closed when Ready returned nil
+	done     chan struct{} // closed when Run returned; nil until Run was called
+	cancel   context.CancelCauseFunc
+	runErr   error // Run's result, valid once done is closed
+
+	// guarded by Harness.mu
+	state    State
+	err      error
+	since    time.Time
+	stopping bool
+}
+
+// Add adds a component with its arguments (exactly what its upstream binary
+// would take) and the names of the components it depends on. Add after Run
+// started is an error.
+func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running || h.phase == PhaseDone {
+		return errors.New("harness: Add after Run")
+	}
+	h.units = append(h.units, &unit{c: c, args: slices.Clone(args), deps: slices.Clone(dependsOn), ready: make(chan struct{})})
+	return nil
+}
+
+// run is the state of one call of Run.
+type run struct {
+	h       *Harness
+	log     logr.Logger
+	ctx     context.Context // the caller's
+	runCtx  context.Context // cancelled by the caller or by the first failure
+	fail    context.CancelCauseFunc
+	order   []*unit // dependency order
+	barrier *scoping.Barrier
+
+	mu   sync.Mutex
+	errs []error // failures, first one first
+}
+
+// Run runs every added component until ctx is cancelled or one fails, then
+// stops them all, and returns only after every goroutine it started has
+// returned — except a component's that overran its stop deadline, which the
+// returned error names. It returns nil when ctx was cancelled and everything
+// stopped cleanly; otherwise the failures (errors.As finds *ComponentError
+// or *PhaseError), first failure first. If a parse fails or the barrier finds
+// conflicts, no component's Run is ever called. Run may be called once.
+func (h *Harness) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.running || h.phase == PhaseDone {
+		h.mu.Unlock()
+		return errors.New("harness: Run called twice")
+	}
+	h.running = true
+	log := h.Logger
+	if log.GetSink() == nil {
+		log = klog.Background()
+	}
+	h.mu.Unlock()
+
+	r := &run{h: h, log: log, ctx: ctx}
+	r.runCtx, r.fail = context.WithCancelCause(ctx)
+	defer r.fail(nil)
+
+	phases := []struct {
+		phase Phase
+		do    func() error
+	}{
+		{PhaseValidate, r.validate},
+		{PhaseParse, r.parse},
+		{PhaseBarrier, r.applyBarrier},
+		{PhaseStart, r.start},
+		{PhaseRun, r.wait},
+	}
+	for _, p := range phases {
+		if r.runCtx.Err() != nil {
+			break
+		}
+		if err := r.timed(p.phase, p.do); err != nil {
+			r.failWith(err)
+			break
+		}
+	}
+	_ = r.timed(PhaseStop, r.stop)
+	h.mu.Lock()
+	h.phase, h.running = PhaseDone, false
+	h.mu.Unlock()
+	log.Info("Harness done", "errors", len(r.errs))
+	return errors.Join(r.errs...)
+}
+
+func (r *run) timed(p Phase, do func() error) error {
+	start := time.Now()
+	r.h.mu.Lock()
+	r.h.phase = p
+	r.h.mu.Unlock()
+	r.log.Info("Harness phase", "phase", p)
+	err := do()
+	r.h.mu.Lock()
+	r.h.timings = append(r.h.timings, PhaseTiming{Phase: p, Start: start, Duration: time.Since(start)})
+	r.h.mu.Unlock()
+	return err
+}
+
+// failWith records a failure and cancels the run; the first one is the cause.
+func (r *run) failWith(err error) {
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+	r.fail(err)
+}
+
+func (r *run) setState(u *unit, s State, err error) {
+	r.h.mu.Lock()
+	u.state, u.err, u.since = s, err, time.Now()
+	r.h.mu.Unlock()
+	if err != nil {
+		r.log.Error(err, "Component state", "component", u.c.Name(), "state", s)
+		return
+	}
+	r.log.Info("Component state", "component", u.c.Name(), "state", s)
+}
+
+// validate checks names and dependencies and orders the units so that each
+// comes after its dependencies (Kahn's algorithm, stable in Add order).
+func (r *run) validate() error {
+	r.h.mu.Lock()
+	units := slices.Clone(r.h.units)
+	r.h.mu.Unlock()
+	byName := map[string]*unit{}
+	for _, u := range units {
+		name := u.c.Name()
+		if name == "" {
+			return &PhaseError{Phase: PhaseValidate, Err: errors.New("a component has an empty name")}
+		}
+		if byName[name] != nil {
+			return &PhaseError{Phase: PhaseValidate, Err: fmt.Errorf("two components are named %q", name)}
+		}
+		byName[name] = u
+	}
+	for _, u := range units {
+		u.depUnits = nil
+		for _, d := range u.deps {
+			du := byName[d]
+			if du == nil {
+				return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Component: u.c.Name(), Dependency: d}}
+			}
+			u.depUnits = append(u.depUnits, du)
+		}
+	}
+	placed := map[*unit]bool{}
+	for len(r.order) < len(units) {
+		progress := false
+		for _, u := range units {
+			if !placed[u] && !slices.ContainsFunc(u.depUnits, func(d *unit) bool { return !placed[d] }) {
+				placed[u] = true
+				r.order = append(r.order, u)
+				progress = true
+			}
+		}
+		if !progress {
+			return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Cycle: findCycle(units, placed)}}
+		}
+	}
+	return nil
+}
+
+// findCycle walks dependencies from an unplaced unit until a name repeats.
+func findCycle(units []*unit, placed map[*unit]bool) []string {
+	var u *unit
+	for _, c := range units {
+		if !placed[c] {
+			u = c
+			break
+		}
+	}
+	seen := map[*unit]int{}
+	var path []string
+	for {
+		if i, ok := seen[u]; ok {
+			return append(path[i:], u.c.Name())
+		}
+		seen[u] = len(path)
+		path = append(path, u.c.Name())
+		for _, d := range u.depUnits {
+			if !placed[d] {
+				u = d
+				break
+			}
+		}
+	}
+}
+
+// parse creates every scope, then adds flags and parses all components
+// concurrently. Every parse failure is reported, not just the first.
+func (r *run) parse() error {
+	target := scoping.ProcessTarget()
+	if r.h.Target != nil {
+		target = *r.h.Target
+	}
+	b, err := scoping.NewBarrier(target, scoping.WithLogger(r.log))
+	if err != nil {
+		return &PhaseError{Phase: PhaseParse, Err: err}
+	}
+	r.barrier = b
+	for _, u := range r.order {
+		if u.scope, err = b.NewScope(u.c.Name()); err != nil {
+			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
+		}
+	}
+	errs := make([]error, len(r.order))
+	var wg sync.WaitGroup
+	for i, u := range r.order {
+		wg.Go(func() {
+			r.setState(u, Parsing, nil)
+			err := safely(func() error {
+				if err := u.c.AddFlags(u.scope); err != nil {
+					return err
+				}
+				return u.scope.Parse(u.args)
+			})
+			if err != nil {
+				errs[i] = &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
+				r.setState(u, Failed, err)
+				return
+			}
+			r.setState(u, Parsed, nil)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// applyBarrier reconciles every scope and applies the plan once.
+func (r *run) applyBarrier() error {
+	plan, err := r.barrier.Reconcile()
+	if err != nil {
+		return &PhaseError{Phase: PhaseBarrier, Err: err}
+	}
+	r.h.mu.Lock()
+	r.h.plan = plan
+	r.h.mu.Unlock()
+	for _, w := range plan.Warnings {
+		r.log.Info("Warning: " + w)
+	}
+	if err := plan.Apply(); err != nil {
+		return &PhaseError{Phase: PhaseBarrier, Err: err}
+	}
+	return nil
+}
+
+// start starts every component in an errgroup; each waits for its
+// dependencies' readiness, calls Run in a goroutine of its own, and waits for
+// its own readiness.
+func (r *run) start() error {
+	for _, u := range r.order {
+		r.setState(u, WaitingForDependencies, nil)
+	}
+	g, gctx := errgroup.WithContext(r.runCtx)
+	for _, u := range r.order {
+		g.Go(func() error { return r.startUnit(gctx, u) })
+	}
+	return g.Wait()
+}
+
+func (r *run) startUnit(ctx context.Context, u *unit) error {
+	for _, d := range u.depUnits {
+		select {
+		case <-d.ready:
+		case <-ctx.Done():
+			return nil // another component failed, or the caller cancelled
+		}
+	}
+	r.setState(u, Starting, nil)
+	r.launch(u)
+	rd, ok := u.c.(Readier)
+	if !ok {
+		r.setState(u, Ready, nil)
+		close(u.ready)
+		return nil
+	}
+	timeout := cmp(r.h.ReadyTimeout, DefaultReadyTimeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := safely(func() error { return rd.Ready(rctx) })
+	switch {
+	case err == nil:
+		r.setState(u, Ready, nil)
+		close(u.ready)
+		return nil
+	case ctx.Err() != nil:
+		return nil // the cause is recorded where it happened
+	case rctx.Err() != nil:
+		err = &DeadlineError{What: "ready", Timeout: timeout}
+	}
+	err = &ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err}
+	r.setState(u, Failed, err)
+	return err // the errgroup cancels the other starts; Run records it
+}
+
+// launch calls Run in a goroutine with the component's own context: the
+// caller's values, cancelled only when the harness stops this component.
+func (r *run) launch(u *unit) {
+	var ctx context.Context
+	ctx, u.cancel = context.WithCancelCause(context.WithoutCancel(r.ctx))
+	u.done = make(chan struct{})
+	go func() {
+		defer close(u.done)
+		err := safely(func() error { return u.c.Run(ctx) })
+		u.runErr = err
+		r.h.mu.Lock()
+		stopping, phase := u.stopping, PhaseRun
+		if u.state != Ready {
+			phase = PhaseStart // it failed before it became ready
+		}
+		r.h.mu.Unlock()
+		if stopping {
+			return
+		}
+		if err == nil {
+			err = ErrExited
+		}
+		err = &ComponentError{Component: u.c.Name(), Phase: phase, Err: err}
+		r.setState(u, Failed, err)
+		r.failWith(err)
+	}()
+}
+
+// wait blocks until the caller cancels or a component fails.
+func (r *run) wait() error {
+	<-r.runCtx.Done()
+	return nil
+}
+
+// stop stops the components that were launched, in reverse dependency order,
+// each within StopTimeout.
+func (r *run) stop() error {
+	timeout := cmp(r.h.StopTimeout, DefaultStopTimeout)
+	for _, u := range slices.Backward(r.order) {
+		if u.done == nil {
+			r.h.mu.Lock()
+			if u.state != Failed {
+				u.state = Stopped
+			}
+			r.h.mu.Unlock()
+			continue
+		}
+		r.h.mu.Lock()
+		u.stopping = true
+		failed := u.state == Failed
+		r.h.mu.Unlock()
+		if !failed {
+			r.setState(u, Stopping, nil)
+		}
+		if err := r.stopUnit(u, timeout); err != nil {
+			err = &ComponentError{Component: u.c.Name(), Phase: PhaseStop, Err: err}
+			r.mu.Lock()
+			r.errs = append(r.errs, err)
+			r.mu.Unlock()
+			r.setState(u, Failed, err)
+		} else if !failed {
+			r.setState(u, Stopped, nil)
+		}
+	}
+	return nil
+}
+
+// stopUnit calls Stop (if any), cancels Run's context and waits for Run to
+// return, all within timeout. An error Run returns while stopping is
+// reported unless it is the cancellation itself.
+func (r *run) stopUnit(u *unit, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), timeout)
+	defer cancel()
+	var stopErr error
+	if s, ok := u.c.(Stopper); ok {
+		errc := make(chan error, 1)
+		go func() { errc <- safely(func() error { return s.Stop(ctx) }) }()
+		select {
+		case stopErr = <-errc:
+		case <-ctx.Done():
+		}
+	}
+	u.cancel(errStopping)
+	select {
+	case <-u.done:
+	case <-ctx.Done():
+		return &DeadlineError{What: "stop", Timeout: timeout}
+	}
+	if stopErr != nil {
+		return stopErr
+	}
+	if u.runErr != nil && !errors.Is(u.runErr, context.Canceled) && !errors.Is(u.runErr, errStopping) {
+		r.h.mu.Lock()
+		failed := u.state == Failed // already reported when it failed
+		r.h.mu.Unlock()
+		if !failed {
+			return u.runErr
+		}
+	}
+	return nil
+}
+
+var errStopping = errors.New("harness: stopping")
+
+// safely runs f, turning a panic into a *PanicError with the stack.
+func safely(f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return f()
+}
+
+func cmp(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
