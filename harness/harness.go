@@ -38,6 +38,11 @@ type Harness struct {
 	ReadyTimeout time.Duration
 	// StopTimeout bounds each component's stop; zero means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// AfterBarrier, if set, runs once after the barrier applied and before
+	// any component starts: the place for other process-wide settings the
+	// components would otherwise fight over (client-go's default warning
+	// handler, say). An error stops the run before anything starts.
+	AfterBarrier func(plan *scoping.Plan) error
 
 	mu      sync.Mutex
 	units   []*unit
@@ -301,6 +306,11 @@ func (r *run) applyBarrier() error {
 	}
 	if err := plan.Apply(); err != nil {
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
+	}
+	if r.h.AfterBarrier != nil {
+		if err := safely(func() error { return r.h.AfterBarrier(plan) }); err != nil {
+			return &PhaseError{Phase: PhaseBarrier, Err: fmt.Errorf("after the barrier: %w", err)}
+		}
 	}
 	return nil
 }
