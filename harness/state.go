@@ -67,3 +67,15 @@ const (
 	PhaseStop     Phase = "stop"     // stop in reverse dependency order, each with a deadline
 	PhaseDone     Phase = "done"     // Run returned
 )
+
+// UnmarshalText parses the names String gives, for clients of the status
+// handler.
+func (s *State) UnmarshalText(b []byte) error {
+	for st := Pending; st <= Failed; st++ {
+		if st.String() == string(b) {
+			*s = st
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown component state %q", b)
+}

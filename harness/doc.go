@@ -1,0 +1,43 @@
+// Package harness runs the components of a single-binary control plane as
+// goroutines of one process, in order, and stops them cleanly.
+//
+// A Harness is ready to use as its zero value. Add each component with its
+// arguments (exactly what its upstream binary would take) and the names of
+// the components it depends on, then call Run:
+//
+//	var h harness.Harness
+//	h.Add(apiserver, apiserverArgs)
+//	h.Add(scheduler, schedulerArgs, "kube-apiserver")
+//	h.Add(controllerManager, kcmArgs, "kube-apiserver")
+//	err := h.Run(ctx) // returns when ctx is cancelled or a component fails
+//
+// Run goes through its phases in order, as data (see Phase):
+//
+//   - validate: names are unique, every dependency exists, no cycle.
+//   - parse: a scoping.Scope per component; each adds its flags and parses
+//     its arguments, all concurrently.
+//   - barrier: scoping reconciles every scope — every conflict reported at
+//     once — and applies the result once to the process-wide gate and
+//     registry; then the optional AfterBarrier hook runs. If a parse fails
+//     or the barrier finds conflicts, no component's Run is ever called.
+//   - start: each component waits until its dependencies are ready, then its
+//     Run is called in a goroutine of its own and its Ready (if it is a
+//     Readier) is awaited, bounded by ReadyTimeout.
+//   - run: wait for ctx to end or the first failure: an error or panic in a
+//     Run, a Run that returns early, a Ready that fails or times out.
+//   - stop: in reverse dependency order, each started component gets Stop (if
+//     it is a Stopper), then its context is cancelled, and the harness waits
+//     for its Run to return, bounded by StopTimeout. A component that
+//     overruns is named in the error and abandoned; the harness never hangs.
+//
+// Run returns nil when ctx was cancelled and everything stopped; otherwise
+// every failure, first one first, as *ComponentError (component and phase) or
+// *PhaseError, matchable with errors.As. A panic is a *PanicError carrying the
+// stack. Run returns only after every goroutine it started has returned,
+// except those of a component that overran its stop deadline.
+//
+// Status and Handler report each component's State, the phase timings and
+// the feature plan the barrier made (/components, /features, /healthz). The
+// library never installs signal handlers and never exits the process:
+// signals belong to the binary.
+package harness

@@ -1,0 +1,65 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr/funcr"
+
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+	"github.com/kubeharness/kubeharness/scoping/scopingtest"
+)
+
+// printer is a component that prints when it starts and stops; the last
+// one to start cancels the run, as a SIGTERM would.
+func printer(name string, last context.CancelFunc) *harness.Func {
+	return &harness.Func{
+		ComponentName: name,
+		FlagsFunc:     func(s *scoping.Scope) error { s.AddFlags(); return nil },
+		RunFunc: func(ctx context.Context) error {
+			fmt.Println("start", name)
+			if last != nil {
+				last()
+			}
+			<-ctx.Done()
+			fmt.Println("stop", name)
+			return nil
+		},
+	}
+}
+
+// Components start in dependency order, each after its dependencies are
+// ready, and stop in reverse.
+func ExampleHarness() {
+	target, _ := scopingtest.NewTarget(scopingtest.AlphaFeatures("Foo"))
+	h := &harness.Harness{Target: &target, Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.Add(printer("kube-controller-manager", cancel), nil, "kube-scheduler")
+	h.Add(printer("kube-scheduler", nil), []string{"--feature-gates=Foo=true"}, "kube-apiserver")
+	h.Add(printer("kube-apiserver", nil), nil)
+	if err := h.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("Foo enabled:", target.Gate.Enabled("Foo"))
+	// Output:
+	// start kube-apiserver
+	// start kube-scheduler
+	// start kube-controller-manager
+	// stop kube-controller-manager
+	// stop kube-scheduler
+	// stop kube-apiserver
+	// Foo enabled: true
+}
+
+// A conflict at the barrier: no component runs, and the error names both.
+func ExampleHarness_conflict() {
+	target, _ := scopingtest.NewTarget(scopingtest.AlphaFeatures("Foo"))
+	h := &harness.Harness{Target: &target, Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+	h.Add(printer("kube-apiserver", nil), []string{"--feature-gates=Foo=true"})
+	h.Add(printer("kube-scheduler", nil), []string{"--feature-gates=Foo=false"}, "kube-apiserver")
+	fmt.Println(h.Run(context.Background()))
+	// Output:
+	// harness phase barrier: components conflict on 1 process-wide setting:
+	//   feature gate "Foo": kube-apiserver sets true (--feature-gates=Foo=true), kube-scheduler sets false (--feature-gates=Foo=false)
+}

@@ -1,0 +1,138 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+func get(t *testing.T, h http.Handler, path, accept string) (int, string) {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+func TestStatusHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		require.NoError(t, h.Add(newFake("kube-apiserver", j), []string{"--feature-gates=Foo=true"}))
+		require.NoError(t, h.Add(newFake("kube-scheduler", j), []string{"--feature-gates=Bar=true"}, "kube-apiserver"))
+		handler := h.Handler()
+
+		code, body := get(t, handler, "/healthz", "")
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Contains(t, body, "kube-apiserver: pending")
+		code, _ = get(t, handler, "/features", "")
+		assert.Equal(t, http.StatusServiceUnavailable, code, "no plan before the barrier")
+
+		stop, _ := runUntil(t, h)
+		synctest.Wait()
+
+		code, body = get(t, handler, "/healthz", "")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, "ok\n", body)
+
+		code, body = get(t, handler, "/components", "")
+		require.Equal(t, http.StatusOK, code)
+		var comps struct {
+			Phase      harness.Phase
+			Components []harness.ComponentStatus
+			Phases     []harness.PhaseTiming
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &comps))
+		assert.Equal(t, harness.PhaseRun, comps.Phase)
+		require.Len(t, comps.Components, 2)
+		assert.Equal(t, "kube-scheduler", comps.Components[1].Name)
+		assert.Contains(t, body, `"state": "ready"`)
+		assert.Equal(t, []string{"kube-apiserver"}, comps.Components[1].Dependencies)
+		assert.Equal(t, []string{"--feature-gates=Bar=true"}, comps.Components[1].Args)
+		var phases []harness.Phase
+		for _, p := range comps.Phases {
+			phases = append(phases, p.Phase)
+		}
+		assert.Equal(t, []harness.Phase{harness.PhaseValidate, harness.PhaseParse, harness.PhaseBarrier, harness.PhaseStart}, phases)
+
+		code, body = get(t, handler, "/components", "text/plain")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "COMPONENT")
+		assert.Regexp(t, `kube-scheduler\s+ready\s+\S+\s+kube-apiserver`, body)
+
+		code, body = get(t, handler, "/features", "")
+		require.Equal(t, http.StatusOK, code)
+		var plan scoping.Plan
+		require.NoError(t, json.Unmarshal([]byte(body), &plan))
+		byName := map[string]scoping.FeatureState{}
+		for _, f := range plan.Features {
+			byName[f.Name] = f
+		}
+		assert.True(t, byName[Foo].Enabled)
+		assert.Equal(t, scoping.SourceFlag, byName[Foo].Source)
+		assert.Equal(t, []scoping.Request{{Component: "kube-apiserver", Value: "true", Flag: "--feature-gates=Foo=true"}}, byName[Foo].Requests)
+		assert.False(t, byName[Baz].Enabled)
+		assert.Equal(t, scoping.SourceDefault, byName[Baz].Source)
+
+		code, body = get(t, handler, "/features?format=text", "")
+		require.Equal(t, http.StatusOK, code)
+		lines := strings.Split(body, "\n")
+		assert.Contains(t, body, "NAME")
+		var barLine string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "Bar ") {
+				barLine = l
+			}
+		}
+		assert.Regexp(t, `^Bar\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=Bar=true$`, barLine)
+
+		require.NoError(t, stop())
+		code, body = get(t, handler, "/healthz", "")
+		assert.Equal(t, http.StatusServiceUnavailable, code)
+		assert.Contains(t, body, "kube-apiserver: stopped")
+	})
+}
+
+func TestAfterBarrierHook(t *testing.T) {
+	t.Run("runs once, before any component", func(t *testing.T) {
+		h, target := newHarness(t)
+		j := &journal{}
+		var sawFoo []bool
+		h.AfterBarrier = func(p *scoping.Plan) error {
+			j.add("after barrier")
+			sawFoo = append(sawFoo, target.Gate.Enabled(Foo))
+			return nil
+		}
+		require.NoError(t, h.Add(newFake("a", j), []string{"--feature-gates=Foo=true"}))
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- h.Run(ctx) }()
+		require.Eventually(t, func() bool { return len(j.list()) == 3 }, 10*time.Second, time.Millisecond, "after barrier, run a, ready a")
+		cancel()
+		require.NoError(t, <-errc)
+		assert.Equal(t, []string{"after barrier", "run a", "ready a", "stop a"}, j.list())
+		assert.Equal(t, []bool{true}, sawFoo, "the gate is applied when the hook runs")
+	})
+	t.Run("an error stops the run before anything starts", func(t *testing.T) {
+		h, _ := newHarness(t)
+		a := newFake("a", &journal{})
+		h.AfterBarrier = func(*scoping.Plan) error { return errBoom }
+		require.NoError(t, h.Add(a, nil))
+		err := h.Run(t.Context())
+		assert.ErrorIs(t, err, errBoom)
+		assert.False(t, a.runCalled.Load())
+	})
+}
