@@ -54,7 +54,9 @@ type fake struct {
 	once      sync.Once
 }
 
-func newFake(name string, j *journal) *fake { return &fake{name: name, j: j, started: make(chan struct{})} }
+func newFake(name string, j *journal) *fake {
+	return &fake{name: name, j: j, started: make(chan struct{})}
+}
 
 func (f *fake) Name() string { return f.name }
 
