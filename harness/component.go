@@ -21,7 +21,8 @@ type Component interface {
 }
 
 // Readier is implemented by components that are not ready as soon as Run is
-// called. Ready blocks until the component is ready (nil) or ctx ends (an
+// called. A component that is not a Readier counts as ready as soon as the
+// goroutine calling its Run is started. Ready blocks until the component is ready (nil) or ctx ends (an
 // error); the harness bounds it with ReadyTimeout. Dependents start only
 // after it returned nil.
 type Readier interface {
@@ -44,7 +45,8 @@ type Func struct {
 	FlagsFunc func(s *scoping.Scope) error
 	// RunFunc is Component.Run.
 	RunFunc func(ctx context.Context) error
-	// ReadyFunc is Readier.Ready; nil means ready once RunFunc was called.
+	// ReadyFunc is Readier.Ready; nil means ready as soon as RunFunc's
+	// goroutine is started (RunFunc may not have begun to execute yet).
 	ReadyFunc func(ctx context.Context) error
 }
 

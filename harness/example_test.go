@@ -11,20 +11,31 @@ import (
 	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
-// printer is a component that prints when it starts and stops; the last
-// one to start cancels the run, as a SIGTERM would.
+// printer is a component that prints when it starts and stops, and is
+// ready once it printed; the last one to start cancels the run, as a
+// SIGTERM would.
 func printer(name string, last context.CancelFunc) *harness.Func {
+	started := make(chan struct{})
 	return &harness.Func{
 		ComponentName: name,
 		FlagsFunc:     func(s *scoping.Scope) error { s.AddFlags(); return nil },
 		RunFunc: func(ctx context.Context) error {
 			fmt.Println("start", name)
+			close(started)
 			if last != nil {
 				last()
 			}
 			<-ctx.Done()
 			fmt.Println("stop", name)
 			return nil
+		},
+		ReadyFunc: func(ctx context.Context) error {
+			select {
+			case <-started:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		},
 	}
 }

@@ -150,6 +150,52 @@ func (h *Harness) Run(ctx context.Context) error {
 	return errors.Join(r.errs...)
 }
 
+// DryRun validates the components, parses every component's arguments in
+// its scope and reconciles them, and returns the plan the barrier would
+// apply — or the same errors Run would return from those phases. It applies
+// nothing and runs nothing. A harness that dry-ran cannot Run: the scopes it
+// parsed are spent; build a new one.
+func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
+	h.mu.Lock()
+	if h.running || h.phase != "" {
+		h.mu.Unlock()
+		return nil, errors.New("harness: DryRun after Run or DryRun")
+	}
+	h.running = true
+	log := h.Logger
+	if log.GetSink() == nil {
+		log = klog.Background()
+	}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.phase, h.running = PhaseDone, false
+		h.mu.Unlock()
+	}()
+	r := &run{h: h, log: log, ctx: ctx}
+	r.runCtx, r.fail = context.WithCancelCause(ctx)
+	defer r.fail(nil)
+	for _, do := range []struct {
+		phase Phase
+		do    func() error
+	}{{PhaseValidate, r.validate}, {PhaseParse, r.parse}} {
+		if err := r.timed(do.phase, do.do); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := r.barrier.Reconcile()
+	if err != nil {
+		return nil, &PhaseError{Phase: PhaseBarrier, Err: err}
+	}
+	h.mu.Lock()
+	h.plan = plan
+	h.mu.Unlock()
+	return plan, nil
+}
+
 func (r *run) timed(p Phase, do func() error) error {
 	start := time.Now()
 	r.h.mu.Lock()

@@ -405,3 +405,26 @@ func TestDisjointGatesAppliedBeforeAnyRun(t *testing.T) {
 }
 
 var _ = errors.New
+
+func TestDryRun(t *testing.T) {
+	t.Run("plan, nothing applied, nothing run", func(t *testing.T) {
+		h, target := newHarness(t)
+		a, b := newFake("kube-apiserver", &journal{}), newFake("kube-scheduler", &journal{})
+		require.NoError(t, h.Add(a, []string{"--feature-gates=Foo=true"}))
+		require.NoError(t, h.Add(b, []string{"--feature-gates=Bar=true"}, "kube-apiserver"))
+		plan, err := h.DryRun(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, map[string]bool{Foo: true, Bar: true}, plan.Overrides())
+		assert.False(t, target.Gate.Enabled(Foo), "nothing applied")
+		assert.False(t, a.runCalled.Load())
+		assert.Error(t, h.Run(t.Context()), "a dry-run harness does not run")
+	})
+	t.Run("conflict", func(t *testing.T) {
+		h, _ := newHarness(t)
+		require.NoError(t, h.Add(newFake("kube-apiserver", &journal{}), []string{"--feature-gates=Foo=true"}))
+		require.NoError(t, h.Add(newFake("kube-scheduler", &journal{}), []string{"--feature-gates=Foo=false"}))
+		_, err := h.DryRun(t.Context())
+		var conflict *scoping.Conflict
+		require.ErrorAs(t, err, &conflict)
+	})
+}
