@@ -271,6 +271,7 @@ func TestBadInput(t *testing.T) {
 			assert.Equal(t, before, gateState(target.Gate, testFeatures()), "bad input changes nothing")
 			_, err = b.Reconcile()
 			assert.ErrorContains(t, err, "kube-scheduler has not parsed", "no plan without a parse")
+			assert.ErrorContains(t, s.Parse(nil), "already parsed", "a failed scope cannot be parsed again")
 		})
 	}
 }

@@ -32,6 +32,7 @@ type scopeState int
 const (
 	scopeCreated scopeState = iota
 	scopeParsed
+	scopeFailed // Parse returned an error; flag values may be half-set
 	scopeSealed
 )
 
@@ -98,11 +99,20 @@ func (s *Scope) Parse(args []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.state {
-	case scopeParsed:
+	case scopeParsed, scopeFailed:
 		return &FlagError{Component: s.name, Err: errors.New("scope already parsed")}
 	case scopeSealed:
 		return ErrSealed
 	}
+	if err := s.parse(args); err != nil {
+		s.state = scopeFailed
+		return err
+	}
+	s.state = scopeParsed
+	return nil
+}
+
+func (s *Scope) parse(args []string) error {
 	recs := map[string]*recorder{}
 	for _, name := range recordedFlags {
 		if f := s.fs.Lookup(name); f != nil {
@@ -157,7 +167,6 @@ func (s *Scope) Parse(args []string) error {
 		return err
 	}
 	s.record(features, emulated, minCompat, recs)
-	s.state = scopeParsed
 	return nil
 }
 
