@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/version"
-	basecompat "k8s.io/component-base/compatibility"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/kubeharness/kubeharness/scoping"
+	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
 // Features of the synthetic kube gate the tests use. The binary is 1.37 and
@@ -45,21 +45,17 @@ func testFeatures() map[featuregate.Feature]featuregate.VersionedSpecs {
 	}
 }
 
-func newEffectiveVersion() basecompat.MutableEffectiveVersion {
-	return basecompat.NewEffectiveVersionFromString("1.37", "1.34", "1.34")
-}
+var newEffectiveVersion = scopingtest.NewEffectiveVersion
 
 // newTarget builds a hermetic stand-in for the process-wide gate and registry.
 func newTarget(tb testing.TB, features map[featuregate.Feature]featuregate.VersionedSpecs) scoping.Target {
 	tb.Helper()
-	gate := featuregate.NewVersionedFeatureGate(version.MustParse("1.37"))
-	require.NoError(tb, gate.AddVersioned(features))
+	target, err := scopingtest.NewTarget(features)
+	require.NoError(tb, err)
 	if _, ok := features[NeedsAlpha]; ok {
-		require.NoError(tb, gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}}))
+		require.NoError(tb, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}}))
 	}
-	reg := basecompat.NewComponentGlobalsRegistry()
-	require.NoError(tb, reg.Register(scoping.KubeComponent, newEffectiveVersion(), gate))
-	return scoping.Target{Gate: gate, Registry: reg, NewEffectiveVersion: newEffectiveVersion}
+	return target
 }
 
 // addComponentFlags adds what an upstream component's options add: the
