@@ -254,11 +254,13 @@ func (p *Plan) checkCombination(emuVer, minVer *version.Version, emulated, minCo
 	if !featuresAgree {
 		return nil
 	}
-	base := candidate.DeepCopy() // at the reconciled versions, before the overrides
 	if err := candidate.SetFromMap(p.overrides); err != nil {
+		// SetFromMap keeps the raw values even when it fails: attribute the
+		// failure feature by feature on fresh copies at the reconciled versions.
 		var conflicts []*Conflict
 		for _, name := range sortedKeys(p.overrides) {
-			one := base.DeepCopy()
+			one := b.target.Gate.DeepCopy()
+			_ = one.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min) // succeeded on candidate above
 			if ferr := one.SetFromMap(map[string]bool{name: p.overrides[name]}); ferr != nil {
 				rs := append(append([]Request(nil), features[name]...), versionReqs...)
 				conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: fmt.Sprintf("feature gate %q", name), Requests: rs, Reason: ferr.Error()})
