@@ -332,6 +332,18 @@ func TestCancellationDuringEachPhase(t *testing.T) {
 		assert.False(t, target.Gate.Enabled(Foo), "barrier not applied after cancel")
 		assert.Nil(t, h.Status().Plan)
 	})
+	// Cancelled at the barrier (after it applied): nothing starts.
+	t.Run("barrier", func(t *testing.T) {
+		h, target := newHarness(t)
+		a := newFake("a", &journal{})
+		ctx, cancel := context.WithCancel(t.Context())
+		h.AfterBarrier = func(*scoping.Plan) error { cancel(); return nil }
+		require.NoError(t, h.Add(a, []string{"--feature-gates=Foo=true"}))
+		require.NoError(t, h.Run(ctx))
+		assert.True(t, target.Gate.Enabled(Foo), "the barrier had applied")
+		assert.False(t, a.runCalled.Load(), "nothing starts after a cancel at the barrier")
+		assert.Equal(t, harness.Stopped, state(h, "a"))
+	})
 	// Cancelled while a component waits for its dependency: the started one stops.
 	t.Run("start", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
