@@ -133,7 +133,7 @@ func (h *Harness) Handler() http.Handler {
 func WriteFeatureTable(tw *tabwriter.Writer, plan *scoping.Plan) {
 	fmt.Fprintf(tw, "EMULATED: %s\tMIN-COMPATIBILITY: %s\tBINARY: %s\n\n", plan.EmulationVersion, plan.MinCompatibilityVersion, plan.BinaryVersion)
 	fmt.Fprintf(tw, "NAME\tSTAGE\tENABLED\tDEFAULT\tSOURCE\tSET-BY\n")
-	for _, f := range plan.Features {
+	for _, f := range plan.FeatureStates() {
 		var by []string
 		for _, r := range f.Requests {
 			by = append(by, r.Component+" "+r.Flag)

@@ -1,6 +1,7 @@
 package scoping
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -119,17 +120,52 @@ type FeatureState struct {
 
 // Plan is the reconciled result of every scope: what the barrier will apply.
 type Plan struct {
-	BinaryVersion           string          `json:"binaryVersion"`
-	EmulationVersion        string          `json:"emulationVersion"`
-	MinCompatibilityVersion string          `json:"minCompatibilityVersion"`
-	Components              []string        `json:"components"`
-	Features                []FeatureState  `json:"features"`
-	Logging                 LoggingSettings `json:"logging,omitempty"`
-	Warnings                []string        `json:"warnings,omitempty"`
+	BinaryVersion           string   `json:"binaryVersion"`
+	EmulationVersion        string   `json:"emulationVersion"`
+	MinCompatibilityVersion string   `json:"minCompatibilityVersion"`
+	Components              []string `json:"components"`
+	// Features is every kube feature at the reconciled versions. A plan made
+	// by Reconcile computes it on first use: read it with FeatureStates (the
+	// JSON form includes it). A plan decoded from JSON has it filled.
+	Features []FeatureState  `json:"features"`
+	Logging  LoggingSettings `json:"logging,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
 
 	barrier   *Barrier
 	emu, min  *version.Version
 	overrides map[string]bool
+
+	featuresOnce sync.Once
+	candidate    featuregate.MutableVersionedFeatureGate // the reconciled gate, a copy
+	requests     map[string][]Request
+}
+
+// FeatureStates returns every kube feature at the reconciled versions:
+// stage, default, effective value, lock, source and who asked for what. It
+// is computed once, on first use, from a copy of the reconciled gate, so
+// that reconciling costs nothing for a table nobody reads.
+func (p *Plan) FeatureStates() []FeatureState {
+	p.featuresOnce.Do(func() {
+		if p.Features == nil && p.candidate != nil {
+			p.Features = featureStates(p.candidate, p.barrier.pristine, p.requests)
+		}
+	})
+	return p.Features
+}
+
+// MarshalJSON encodes the plan with its feature states.
+func (p *Plan) MarshalJSON() ([]byte, error) {
+	p.FeatureStates()
+	type plain struct {
+		BinaryVersion           string          `json:"binaryVersion"`
+		EmulationVersion        string          `json:"emulationVersion"`
+		MinCompatibilityVersion string          `json:"minCompatibilityVersion"`
+		Components              []string        `json:"components"`
+		Features                []FeatureState  `json:"features"`
+		Logging                 LoggingSettings `json:"logging,omitempty"`
+		Warnings                []string        `json:"warnings,omitempty"`
+	}
+	return json.Marshal(plain{p.BinaryVersion, p.EmulationVersion, p.MinCompatibilityVersion, p.Components, p.Features, p.Logging, p.Warnings})
 }
 
 // Reconcile builds the plan from every scope of the barrier; all must have
@@ -275,7 +311,7 @@ func (p *Plan) checkCombination(emuVer, minVer *version.Version, emulated, minCo
 		}
 		return conflicts
 	}
-	p.Features = featureStates(candidate, b.pristine, features)
+	p.candidate, p.requests = candidate, features
 	return nil
 }
 

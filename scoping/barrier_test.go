@@ -402,7 +402,7 @@ func TestPlanFeatures(t *testing.T) {
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
 	byName := map[string]scoping.FeatureState{}
-	for _, f := range plan.Features {
+	for _, f := range plan.FeatureStates() {
 		byName[f.Name] = f
 	}
 	assert.Equal(t, scoping.FeatureState{Name: AlphaA, Stage: "Alpha", Enabled: true, Source: scoping.SourceFlag, Requests: []scoping.Request{
