@@ -1,0 +1,420 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// binary is the k3s-like binary the tests run as real child processes,
+// built once by TestMain with the version stamped in.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "k3s-like-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "k3s-like")
+	if prebuilt := os.Getenv("K3S_LIKE_BINARY"); prebuilt != "" {
+		binary = prebuilt
+	} else {
+		build := exec.Command("go", "build", "-ldflags", os.Getenv("K3S_LIKE_LDFLAGS"), "-o", binary, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building k3s-like:", err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}
+
+// server is one k3s-like server process.
+type server struct {
+	t       *testing.T
+	dataDir string
+	ports   map[string]int
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	exited  chan struct{}
+	exitErr error
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newServer(t *testing.T, dataDir string) *server {
+	p := freePorts(t, 6)
+	return &server{t: t, dataDir: dataDir, ports: map[string]int{
+		"https": p[0], "etcd-client": p[1], "etcd-peer": p[2], "scheduler": p[3], "kcm": p[4], "status": p[5],
+	}}
+}
+
+func (s *server) statusAddress() string { return "127.0.0.1:" + strconv.Itoa(s.ports["status"]) }
+
+func (s *server) args(extra ...string) []string {
+	return append([]string{"server",
+		"--data-dir=" + s.dataDir,
+		"--https-listen-port=" + strconv.Itoa(s.ports["https"]),
+		"--etcd-client-port=" + strconv.Itoa(s.ports["etcd-client"]),
+		"--etcd-peer-port=" + strconv.Itoa(s.ports["etcd-peer"]),
+		"--status-address=" + s.statusAddress(),
+		"--kube-scheduler-arg=secure-port=" + strconv.Itoa(s.ports["scheduler"]),
+		"--kube-controller-manager-arg=secure-port=" + strconv.Itoa(s.ports["kcm"]),
+	}, extra...)
+}
+
+// start runs the binary; the process is killed at the end of the test if
+// it is still running.
+func (s *server) start(extra ...string) {
+	s.cmd = exec.Command(binary, s.args(extra...)...)
+	s.stderr = &syncBuffer{}
+	s.cmd.Stdout = io.Discard
+	s.cmd.Stderr = s.stderr
+	s.exited = make(chan struct{})
+	require.NoError(s.t, s.cmd.Start())
+	go func() {
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	s.t.Cleanup(func() {
+		select {
+		case <-s.exited:
+		default:
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if s.t.Failed() {
+			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", tail(s.stderr.String(), 60))
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitReady polls the status handler's /healthz until every component is
+// ready, failing if the process exits first.
+func (s *server) waitReady(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			s.t.Fatalf("k3s-like exited before it was ready: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+		default:
+		}
+		resp, err := http.Get("http://" + s.statusAddress() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("k3s-like not ready within %s\n%s", timeout, tail(s.stderr.String(), 40))
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (s *server) wait(timeout time.Duration) (int, time.Duration) {
+	start := time.Now()
+	select {
+	case <-s.exited:
+	case <-time.After(timeout):
+		s.t.Fatalf("k3s-like did not exit within %s", timeout)
+	}
+	return s.cmd.ProcessState.ExitCode(), time.Since(start)
+}
+
+func (s *server) client() *kubernetes.Clientset {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dataDir, "admin.kubeconfig"))
+	require.NoError(s.t, err)
+	c, err := kubernetes.NewForConfig(cfg)
+	require.NoError(s.t, err)
+	return c
+}
+
+func TestServerRunsPodsStopsAndRestarts(t *testing.T) {
+	dataDir := t.TempDir()
+	s := newServer(t, dataDir)
+	start := time.Now()
+	s.start()
+	s.waitReady(90 * time.Second)
+	t.Logf("exec to all-ready: %s", time.Since(start))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	c := s.client()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// A schedulable node: Ready, with capacity.
+	node.Status = corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	labels := map[string]string{"app": "web"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}},
+			},
+		},
+	}
+	created := time.Now()
+	_, err = c.AppsV1().Deployments("default").Create(ctx, deploy, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(pods.Items) != 3 {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "node-1" {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 250*time.Millisecond, "3 Pods bound to node-1")
+	t.Logf("Deployment created to 3 Pods bound: %s", time.Since(created))
+	caBefore, err := os.ReadFile(filepath.Join(dataDir, "tls", "server-ca.crt"))
+	require.NoError(t, err)
+
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, took := s.wait(10 * time.Second)
+	assert.Equal(t, 0, code, "SIGTERM exits 0")
+	t.Logf("SIGTERM to exit: %s", took)
+	assert.Less(t, took, 10*time.Second)
+	assert.Empty(t, childrenOf(s.cmd.Process.Pid), "no child processes left")
+
+	// Restart on the same data dir: state and CA survive.
+	s2 := &server{t: t, dataDir: dataDir, ports: s.ports}
+	s2.start()
+	s2.waitReady(90 * time.Second)
+	c = s2.client()
+	_, err = c.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{})
+	assert.NoError(t, err, "the Deployment survived the restart")
+	_, err = c.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+	assert.NoError(t, err, "the Node survived the restart")
+	caAfter, err := os.ReadFile(filepath.Join(dataDir, "tls", "server-ca.crt"))
+	require.NoError(t, err)
+	assert.Equal(t, caBefore, caAfter, "the same CA")
+	assert.NoError(t, verifyServedBy(s2.ports["https"], caBefore), "the apiserver serves a certificate of that CA")
+	require.NoError(t, s2.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ = s2.wait(10 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+func TestPerComponentFeatureGates(t *testing.T) {
+	// k3s#11853: a different alpha gate per component, each through its own
+	// --kube-*-arg.
+	gates := map[string]string{
+		"kube-apiserver":          "StatefulSetRecreateStrategy",
+		"kube-scheduler":          "SchedulerPreQueueingHints",
+		"kube-controller-manager": "NodeLifecycleConditions",
+	}
+	s := newServer(t, t.TempDir())
+	s.start(
+		"--kube-apiserver-arg=feature-gates="+gates["kube-apiserver"]+"=true",
+		"--kube-scheduler-arg=feature-gates="+gates["kube-scheduler"]+"=true",
+		"--kube-controller-manager-arg=feature-gates="+gates["kube-controller-manager"]+"=true",
+	)
+	s.waitReady(90 * time.Second)
+
+	out, err := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
+	require.NoError(t, err)
+	var plan scoping.Plan
+	require.NoError(t, json.Unmarshal(out, &plan))
+	byName := map[string]scoping.FeatureState{}
+	for _, f := range plan.FeatureStates() {
+		byName[f.Name] = f
+	}
+	for component, gate := range gates {
+		f := byName[gate]
+		assert.True(t, f.Enabled, gate)
+		assert.Equal(t, "Alpha", f.Stage, gate)
+		assert.Equal(t, []scoping.Request{{Component: component, Value: "true", Flag: "--feature-gates=" + gate + "=true"}}, f.Requests, gate)
+	}
+	table, err := exec.Command(binary, "features", "--status-address="+s.statusAddress()).Output()
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^SchedulerPreQueueingHints\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=SchedulerPreQueueingHints=true$`, string(table))
+
+	metrics, err := s.client().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+	require.NoError(t, err)
+	for _, gate := range gates {
+		assert.Contains(t, string(metrics), `kubernetes_feature_enabled{name="`+gate+`",stage="ALPHA"} 1`, "the apiserver's /metrics shows %s enabled", gate)
+	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(10 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+func TestConflictFailsBeforeAnythingListens(t *testing.T) {
+	dataDir := t.TempDir()
+	s := newServer(t, dataDir)
+	s.start(
+		"--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true",
+		"--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false",
+	)
+	code, took := s.wait(10 * time.Second)
+	assert.Equal(t, 1, code)
+	t.Logf("conflict to exit: %s", took)
+	stderr := s.stderr.String()
+	assert.Contains(t, stderr, `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true (--feature-gates=SchedulerPreQueueingHints=true), kube-scheduler sets false (--feature-gates=SchedulerPreQueueingHints=false)`)
+	for name, port := range s.ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if assert.NoError(t, err, "port %s (%d) was never opened", name, port) {
+			ln.Close()
+		}
+	}
+	entries, err := os.ReadDir(dataDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the empty data dir stays empty: no etcd data, no certificates")
+}
+
+func TestBadInputOneClearLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scheduler flag", []string{"--kube-scheduler-arg=no-such-flag=1"}, "k3s-like: kube-scheduler failed in phase parse: kube-scheduler: unknown flag: --no-such-flag"},
+		{"malformed emulated version", []string{"--emulated-version=1.x"}, `k3s-like: --emulated-version=1.x: illegal version string "1.x": use major.minor, e.g. --emulated-version=1.36`},
+		{"data dir not writable", []string{"--data-dir=" + filepath.Join(file, "data")}, "k3s-like: data dir " + filepath.Join(file, "data") + " cannot be created (not a directory): choose another --data-dir"},
+		{"leading dashes", []string{"--kube-apiserver-arg=--v=2"}, "k3s-like: --kube-apiserver-arg=--v=2: write the upstream flag without leading dashes, e.g. --kube-apiserver-arg=v=2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, t.TempDir())
+			s.start(tc.args...)
+			code, _ := s.wait(10 * time.Second)
+			assert.Equal(t, 1, code)
+			last := lastLine(s.stderr.String())
+			assert.Contains(t, last, tc.want)
+			assert.True(t, strings.HasPrefix(last, "k3s-like: "), "the last line is the error: %q", last)
+		})
+	}
+}
+
+func lastLine(s string) string {
+	var last string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			last = sc.Text()
+		}
+	}
+	return last
+}
+
+// childrenOf lists processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// verifyServedBy does a TLS handshake with the apiserver trusting only caPEM.
+func verifyServedBy(port int, caPEM []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("no CA in PEM")
+	}
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datastore"
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// serverOptions are the flags of `k3s-like server`, named as k3s names them.
+type serverOptions struct {
+	dataDir           string
+	bindAddress       string
+	httpsPort         int
+	apiserverArgs     []string
+	schedulerArgs     []string
+	kcmArgs           []string
+	emulatedVersion   string
+	featureGates      string
+	datastoreEndpoint string
+	datastoreCA       string
+	datastoreCert     string
+	datastoreKey      string
+	disableScheduler  bool
+	disableKCM        bool
+	writeKubeconfig   string
+	statusAddress     string
+	dryRun            bool
+	etcdClientPort    int
+	etcdPeerPort      int
+	stopTimeout       time.Duration
+}
+
+func newServerCommand() *cobra.Command {
+	o := &serverOptions{}
+	home, _ := os.UserHomeDir()
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane: embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.dataDir, "data-dir", "d", filepath.Join(home, ".k3s-like"), "Folder for certificates, keys, kubeconfigs and the embedded etcd data")
+	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address")
+	f.IntVar(&o.httpsPort, "https-listen-port", 6443, "kube-apiserver HTTPS listen port")
+	f.StringArrayVar(&o.apiserverArgs, "kube-apiserver-arg", nil, "Customized flag for kube-apiserver, key=value without leading dashes (repeatable)")
+	f.StringArrayVar(&o.schedulerArgs, "kube-scheduler-arg", nil, "Customized flag for kube-scheduler, key=value without leading dashes (repeatable)")
+	f.StringArrayVar(&o.kcmArgs, "kube-controller-manager-arg", nil, "Customized flag for kube-controller-manager, key=value without leading dashes (repeatable)")
+	f.StringVar(&o.emulatedVersion, "emulated-version", "", "--emulated-version for all three components")
+	f.StringVar(&o.featureGates, "feature-gates", "", "--feature-gates for all three components")
+	f.StringVar(&o.datastoreEndpoint, "datastore-endpoint", "", "Comma-separated etcd client URLs of an existing etcd cluster; empty runs an embedded etcd on loopback")
+	f.StringVar(&o.datastoreCA, "datastore-cafile", "", "CA file of the external etcd")
+	f.StringVar(&o.datastoreCert, "datastore-certfile", "", "Client certificate file for the external etcd")
+	f.StringVar(&o.datastoreKey, "datastore-keyfile", "", "Client key file for the external etcd")
+	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
+	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
+	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
+	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
+	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
+	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
+	return cmd
+}
+
+// paths of the server's files under the data dir: components/pki's layout
+// in DATA_DIR/tls.
+func (o *serverOptions) tlsDir() string { return filepath.Join(o.dataDir, "tls") }
+func (o *serverOptions) tls(name string) string {
+	return filepath.Join(o.tlsDir(), name)
+}
+func (o *serverOptions) kubeconfig(component string) string {
+	return o.tls("kube-" + component + ".kubeconfig")
+}
+func (o *serverOptions) adminKubeconfig() string {
+	if o.writeKubeconfig != "" {
+		return o.writeKubeconfig
+	}
+	return filepath.Join(o.dataDir, "admin.kubeconfig")
+}
+
+func (o *serverOptions) advertiseAddress() string {
+	if ip := net.ParseIP(o.bindAddress); ip != nil && !ip.IsUnspecified() {
+		return o.bindAddress
+	}
+	return "127.0.0.1"
+}
+
+func (o *serverOptions) endpointReconciler() string {
+	if net.ParseIP(o.advertiseAddress()).IsLoopback() {
+		return "none"
+	}
+	return "lease"
+}
+
+func (o *serverOptions) apiserverURL() string {
+	return "https://" + net.JoinHostPort(o.advertiseAddress(), strconv.Itoa(o.httpsPort))
+}
+
+func (o *serverOptions) externalDatastore() bool { return o.datastoreEndpoint != "" }
+
+// componentArgs are each component's upstream arguments: the server's
+// defaults, the shorthands, then the user's --kube-*-arg values.
+func (o *serverOptions) componentArgs() (map[string][]string, error) {
+	if err := o.checkShorthands(); err != nil {
+		return nil, err
+	}
+	var short []cli.Arg
+	if o.featureGates != "" {
+		short = append(short, cli.Arg{Key: "feature-gates", Value: o.featureGates})
+	}
+	if o.emulatedVersion != "" {
+		short = append(short, cli.Arg{Key: "emulated-version", Value: o.emulatedVersion})
+	}
+	etcdServers, etcdCA, etcdCert, etcdKey := "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdClientPort)), o.tls("etcd/ca.crt"), o.tls("etcd/client-kube-apiserver.crt"), o.tls("etcd/client-kube-apiserver.key")
+	if o.externalDatastore() {
+		etcdServers, etcdCA, etcdCert, etcdKey = o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey
+	}
+	leaderElect := strconv.FormatBool(o.externalDatastore()) // more than one server can exist only on an external datastore
+	defaults := map[string][]cli.Arg{
+		components.APIServerName: {
+			{Key: "etcd-servers", Value: etcdServers},
+			{Key: "etcd-cafile", Value: etcdCA},
+			{Key: "etcd-certfile", Value: etcdCert},
+			{Key: "etcd-keyfile", Value: etcdKey},
+			{Key: "bind-address", Value: o.bindAddress},
+			{Key: "advertise-address", Value: o.advertiseAddress()},
+			// The "kubernetes" Service's endpoints may not be loopback; with
+			// the apiserver on loopback nothing else could reach it anyway.
+			{Key: "endpoint-reconciler-type", Value: o.endpointReconciler()},
+			{Key: "secure-port", Value: strconv.Itoa(o.httpsPort)},
+			{Key: "tls-cert-file", Value: o.tls("serving-kube-apiserver.crt")},
+			{Key: "tls-private-key-file", Value: o.tls("serving-kube-apiserver.key")},
+			{Key: "client-ca-file", Value: o.tls("client-ca.crt")},
+			{Key: "anonymous-auth", Value: "false"},
+			{Key: "authorization-mode", Value: "Node,RBAC"},
+			{Key: "service-cluster-ip-range", Value: "10.43.0.0/16"},
+			{Key: "service-account-issuer", Value: "https://kubernetes.default.svc.cluster.local"},
+			{Key: "service-account-key-file", Value: o.tls("service-account.pub")},
+			{Key: "service-account-signing-key-file", Value: o.tls("service-account.key")},
+			{Key: "requestheader-client-ca-file", Value: o.tls("request-header-ca.crt")},
+			{Key: "requestheader-allowed-names", Value: pki.FrontProxyClientName},
+			{Key: "requestheader-extra-headers-prefix", Value: "X-Remote-Extra-"},
+			{Key: "requestheader-group-headers", Value: "X-Remote-Group"},
+			{Key: "requestheader-username-headers", Value: "X-Remote-User"},
+			{Key: "proxy-client-cert-file", Value: o.tls("client-front-proxy.crt")},
+			{Key: "proxy-client-key-file", Value: o.tls("client-front-proxy.key")},
+			{Key: "kubelet-client-certificate", Value: o.tls("client-kube-apiserver.crt")},
+			{Key: "kubelet-client-key", Value: o.tls("client-kube-apiserver.key")},
+		},
+		components.SchedulerName: {
+			{Key: "kubeconfig", Value: o.kubeconfig("scheduler")},
+			{Key: "authentication-kubeconfig", Value: o.kubeconfig("scheduler")},
+			{Key: "authorization-kubeconfig", Value: o.kubeconfig("scheduler")},
+			{Key: "bind-address", Value: "127.0.0.1"},
+			{Key: "secure-port", Value: "10259"},
+			{Key: "leader-elect", Value: leaderElect},
+		},
+		components.ControllerManagerName: {
+			{Key: "kubeconfig", Value: o.kubeconfig("controller-manager")},
+			{Key: "authentication-kubeconfig", Value: o.kubeconfig("controller-manager")},
+			{Key: "authorization-kubeconfig", Value: o.kubeconfig("controller-manager")},
+			{Key: "bind-address", Value: "127.0.0.1"},
+			{Key: "secure-port", Value: "10257"},
+			{Key: "leader-elect", Value: leaderElect},
+			{Key: "service-account-private-key-file", Value: o.tls("service-account.key")},
+			{Key: "root-ca-file", Value: o.tls("server-ca.crt")},
+			{Key: "use-service-account-credentials", Value: "true"},
+			{Key: "cluster-signing-cert-file", Value: o.tls("client-ca.crt")},
+			{Key: "cluster-signing-key-file", Value: o.tls("client-ca.key")},
+		},
+	}
+	user := map[string][]string{
+		components.APIServerName:         o.apiserverArgs,
+		components.SchedulerName:         o.schedulerArgs,
+		components.ControllerManagerName: o.kcmArgs,
+	}
+	flagNames := map[string]string{
+		components.APIServerName:         "kube-apiserver-arg",
+		components.SchedulerName:         "kube-scheduler-arg",
+		components.ControllerManagerName: "kube-controller-manager-arg",
+	}
+	out := map[string][]string{}
+	for name, d := range defaults {
+		extra, err := cli.ParseExtraArgs(flagNames[name], user[name])
+		if err != nil {
+			return nil, err
+		}
+		out[name] = cli.Merge(d, short, extra)
+	}
+	return out, nil
+}
+
+// checkShorthands reports a malformed shorthand once, not once per component.
+func (o *serverOptions) checkShorthands() error {
+	if o.emulatedVersion != "" {
+		v, err := version.Parse(o.emulatedVersion)
+		if err != nil {
+			return fmt.Errorf("--emulated-version=%s: %v: use major.minor, e.g. --emulated-version=1.36", o.emulatedVersion, err)
+		}
+		if v.Patch() != 0 {
+			return fmt.Errorf("--emulated-version=%s: no patch number: use major.minor, e.g. --emulated-version=%d.%d", o.emulatedVersion, v.Major(), v.Minor())
+		}
+	}
+	for _, item := range strings.Split(o.featureGates, ",") {
+		if item == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(item, "=")
+		if _, err := strconv.ParseBool(v); !ok || k == "" || err != nil {
+			return fmt.Errorf("--feature-gates=%s: %q is not Feature=true|false", o.featureGates, item)
+		}
+	}
+	return nil
+}
+
+// newHarness adds the components this server runs, with their arguments.
+func (o *serverOptions) newHarness(args map[string][]string) (*harness.Harness, *datastore.Embedded, error) {
+	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: components.AfterBarrier}
+	var etcd *datastore.Embedded
+	apiDeps := []string{}
+	if !o.externalDatastore() {
+		etcd = &datastore.Embedded{
+			DataDir:       filepath.Join(o.dataDir, "etcd"),
+			ClientURL:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdClientPort)),
+			PeerURL:       "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdPeerPort)),
+			CertFile:      o.tls("etcd/server.crt"),
+			KeyFile:       o.tls("etcd/server.key"),
+			TrustedCAFile: o.tls("etcd/ca.crt"),
+		}
+		if err := h.Add(etcd, nil); err != nil {
+			return nil, nil, err
+		}
+		apiDeps = append(apiDeps, etcd.Name())
+	}
+	if err := h.Add(components.NewAPIServer(), args[components.APIServerName], apiDeps...); err != nil {
+		return nil, nil, err
+	}
+	if !o.disableScheduler {
+		if err := h.Add(components.NewScheduler(), args[components.SchedulerName], components.APIServerName); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !o.disableKCM {
+		if err := h.Add(components.NewControllerManager(), args[components.ControllerManagerName], components.APIServerName); err != nil {
+			return nil, nil, err
+		}
+	}
+	return h, etcd, nil
+}
+
+func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	args, err := o.componentArgs()
+	if err != nil {
+		return err
+	}
+	if !o.dryRun {
+		if err := checkWritable(o.dataDir); err != nil {
+			return err
+		}
+	}
+	h, _, err := o.newHarness(args)
+	if err != nil {
+		return err
+	}
+	if o.dryRun {
+		return o.printPlan(ctx, h, args, stdout)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	prepare := h.AfterBarrier
+	h.AfterBarrier = func(plan *scoping.Plan) error {
+		// Certificates, keys and kubeconfigs are written only once the
+		// barrier passed: a conflict leaves the data dir as it was.
+		if err := o.writePKI(); err != nil {
+			return err
+		}
+		if err := o.serveStatus(ctx, h); err != nil {
+			return err
+		}
+		return prepare(plan)
+	}
+	go o.announceReady(ctx, h, stderr)
+	if err := h.Run(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "k3s-like: stopped")
+	return nil
+}
+
+// announceReady prints how to use the server once every component is ready.
+func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, stderr io.Writer) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if h.Status().Ready() {
+				fmt.Fprintf(stderr, "k3s-like: ready; data dir %s\n    KUBECONFIG=%s kubectl get nodes\n", o.dataDir, o.adminKubeconfig())
+				return
+			}
+		}
+	}
+}
+
+// checkWritable fails with one line naming what to fix.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data dir %s cannot be created (%v): choose another --data-dir", dir, unwrapPath(err))
+	}
+	probe, err := os.CreateTemp(dir, ".write-probe-*")
+	if err != nil {
+		return fmt.Errorf("data dir %s is not writable (%v): fix its permissions or choose another --data-dir", dir, unwrapPath(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// writePKI creates the certificates, keys and kubeconfigs on first start and
+// reuses them after (components/pki), and writes the admin kubeconfig.
+func (o *serverOptions) writePKI() error {
+	var ips []net.IP
+	if ip := net.ParseIP(o.bindAddress); ip != nil && !ip.IsUnspecified() {
+		ips = append(ips, ip)
+	}
+	files, err := pki.Ensure(pki.Config{
+		Dir:          o.tlsDir(),
+		APIServerURL: o.apiserverURL(),
+		ServingIPs:   ips,
+		ServiceIP:    net.IPv4(10, 43, 0, 1),
+	})
+	if err != nil {
+		return fmt.Errorf("certificates in %s: %w", o.tlsDir(), err)
+	}
+	return pki.WriteKubeconfig(o.adminKubeconfig(), o.apiserverURL(), files.ServerCA.CertPEM(), files.Admin)
+}
+
+// serveStatus serves the harness status handler until ctx ends.
+func (o *serverOptions) serveStatus(ctx context.Context, h *harness.Harness) error {
+	ln, err := net.Listen("tcp", o.statusAddress)
+	if err != nil {
+		return fmt.Errorf("--status-address %s: %w", o.statusAddress, err)
+	}
+	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return nil
+}
+
+// printPlan parses every component's arguments and runs the barrier without
+// applying it, then prints the plan, or the conflicts.
+func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args map[string][]string, stdout io.Writer) error {
+	plan, err := h.DryRun(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, c := range h.Status().Components {
+		fmt.Fprintf(tw, "%s:\n", c.Name)
+		for _, a := range args[c.Name] {
+			fmt.Fprintf(tw, "  %s\n", a)
+		}
+	}
+	fmt.Fprintf(tw, "\nEMULATED: %s\tMIN-COMPATIBILITY: %s\tBINARY: %s\n", plan.EmulationVersion, plan.MinCompatibilityVersion, plan.BinaryVersion)
+	fmt.Fprintf(tw, "\nFEATURES THAT DIFFER FROM THEIR DEFAULT\nNAME\tSTAGE\tENABLED\tDEFAULT\tSOURCE\tSET-BY\n")
+	for _, f := range plan.FeatureStates() {
+		if f.Enabled == f.Default && f.Source == scoping.SourceDefault {
+			continue
+		}
+		var by []string
+		for _, r := range f.Requests {
+			by = append(by, r.Component+" "+r.Flag)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%s\t%s\n", f.Name, f.Stage, f.Enabled, f.Default, f.Source, strings.Join(by, "; "))
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(tw, "\nWarning: %s\n", w)
+	}
+	return tw.Flush()
+}
