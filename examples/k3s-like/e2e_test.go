@@ -418,3 +418,5 @@ func verifyServedBy(port int, caPEM []byte) error {
 	}
 	return conn.Close()
 }
+
+func readFileIfExists(path string) ([]byte, error) { return os.ReadFile(path) }

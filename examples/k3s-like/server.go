@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +19,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datastore"
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -41,6 +47,7 @@ type serverOptions struct {
 	datastoreCA       string
 	datastoreCert     string
 	datastoreKey      string
+	token             string
 	disableScheduler  bool
 	disableKCM        bool
 	writeKubeconfig   string
@@ -75,6 +82,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&o.datastoreCA, "datastore-cafile", "", "CA file of the external etcd")
 	f.StringVar(&o.datastoreCert, "datastore-certfile", "", "Client certificate file for the external etcd")
 	f.StringVar(&o.datastoreKey, "datastore-keyfile", "", "Client key file for the external etcd")
+	f.StringVarP(&o.token, "token", "t", os.Getenv("K3S_LIKE_TOKEN"), "Shared secret of the cluster's servers on an external datastore: the first server stores the cluster PKI in the datastore encrypted with it, the others fetch it ($K3S_LIKE_TOKEN)")
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
 	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
@@ -237,13 +245,33 @@ func (o *serverOptions) checkShorthands() error {
 	return nil
 }
 
-// newHarness adds the components this server runs, with their arguments.
-func (o *serverOptions) newHarness(args map[string][]string) (*harness.Harness, *datastore.Embedded, error) {
+// controlPlane is the harness and the components this server runs.
+type controlPlane struct {
+	h         *harness.Harness
+	scheduler *components.Scheduler         // nil with --disable-scheduler
+	kcm       *components.ControllerManager // nil with --disable-controller-manager
+}
+
+// leaderElection reports each elected component's leader election: whether
+// it is on and the identity it holds (or waits for) its lease as.
+func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
+	out := map[string]components.LeaderElection{}
+	if cp.scheduler != nil {
+		out[components.SchedulerName] = cp.scheduler.LeaderElection()
+	}
+	if cp.kcm != nil {
+		out[components.ControllerManagerName] = cp.kcm.LeaderElection()
+	}
+	return out
+}
+
+// newControlPlane adds the components this server runs, with their arguments.
+func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane, error) {
 	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: components.AfterBarrier}
-	var etcd *datastore.Embedded
+	cp := &controlPlane{h: h}
 	apiDeps := []string{}
 	if !o.externalDatastore() {
-		etcd = &datastore.Embedded{
+		etcd := &datastore.Embedded{
 			DataDir:       filepath.Join(o.dataDir, "etcd"),
 			ClientURL:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdClientPort)),
 			PeerURL:       "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdPeerPort)),
@@ -252,24 +280,26 @@ func (o *serverOptions) newHarness(args map[string][]string) (*harness.Harness, 
 			TrustedCAFile: o.tls("etcd/ca.crt"),
 		}
 		if err := h.Add(etcd, nil); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		apiDeps = append(apiDeps, etcd.Name())
 	}
 	if err := h.Add(components.NewAPIServer(), args[components.APIServerName], apiDeps...); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !o.disableScheduler {
-		if err := h.Add(components.NewScheduler(), args[components.SchedulerName], components.APIServerName); err != nil {
-			return nil, nil, err
+		cp.scheduler = components.NewScheduler()
+		if err := h.Add(cp.scheduler, args[components.SchedulerName], components.APIServerName); err != nil {
+			return nil, err
 		}
 	}
 	if !o.disableKCM {
-		if err := h.Add(components.NewControllerManager(), args[components.ControllerManagerName], components.APIServerName); err != nil {
-			return nil, nil, err
+		cp.kcm = components.NewControllerManager()
+		if err := h.Add(cp.kcm, args[components.ControllerManagerName], components.APIServerName); err != nil {
+			return nil, err
 		}
 	}
-	return h, etcd, nil
+	return cp, nil
 }
 
 func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
@@ -282,10 +312,11 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	h, _, err := o.newHarness(args)
+	cp, err := o.newControlPlane(args)
 	if err != nil {
 		return err
 	}
+	h := cp.h
 	if o.dryRun {
 		return o.printPlan(ctx, h, args, stdout)
 	}
@@ -296,10 +327,10 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	h.AfterBarrier = func(plan *scoping.Plan) error {
 		// Certificates, keys and kubeconfigs are written only once the
 		// barrier passed: a conflict leaves the data dir as it was.
-		if err := o.writePKI(); err != nil {
+		if err := o.ensurePKI(ctx); err != nil {
 			return err
 		}
-		if err := o.serveStatus(ctx, h); err != nil {
+		if err := o.serveStatus(ctx, cp); err != nil {
 			return err
 		}
 		return prepare(plan)
@@ -350,6 +381,42 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// ensurePKI makes the server's PKI: on an external datastore from the
+// cluster's shared CAs (fetched, or stored by the first server, with
+// --token), otherwise locally.
+func (o *serverOptions) ensurePKI(ctx context.Context) error {
+	if !o.externalDatastore() {
+		return o.writePKI()
+	}
+	if o.token == "" {
+		return errors.New("--datastore-endpoint needs --token: the servers of one cluster share their PKI through the datastore, encrypted with it")
+	}
+	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
+	var tlsConfig *tls.Config
+	if o.datastoreCA != "" || o.datastoreCert != "" {
+		var err error
+		if tlsConfig, err = tlsInfo.ClientConfig(); err != nil {
+			return fmt.Errorf("--datastore-cafile/--datastore-certfile/--datastore-keyfile: %w", err)
+		}
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   strings.Split(o.datastoreEndpoint, ","),
+		TLS:         tlsConfig,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("--datastore-endpoint=%s: %w", o.datastoreEndpoint, err)
+	}
+	defer client.Close()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := bootstrap.Sync(sctx, client, o.token, o.tlsDir(), o.writePKI); err != nil {
+		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
+	}
+	return nil
+}
+
 // writePKI creates the certificates, keys and kubeconfigs on first start and
 // reuses them after (components/pki), and writes the admin kubeconfig.
 func (o *serverOptions) writePKI() error {
@@ -369,13 +436,20 @@ func (o *serverOptions) writePKI() error {
 	return pki.WriteKubeconfig(o.adminKubeconfig(), o.apiserverURL(), files.ServerCA.CertPEM(), files.Admin)
 }
 
-// serveStatus serves the harness status handler until ctx ends.
-func (o *serverOptions) serveStatus(ctx context.Context, h *harness.Harness) error {
+// serveStatus serves the harness status handler, and /leader-election,
+// until ctx ends.
+func (o *serverOptions) serveStatus(ctx context.Context, cp *controlPlane) error {
 	ln, err := net.Listen("tcp", o.statusAddress)
 	if err != nil {
 		return fmt.Errorf("--status-address %s: %w", o.statusAddress, err)
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", cp.h.Handler())
+	mux.HandleFunc("GET /leader-election", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(cp.leaderElection())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return nil

@@ -1,0 +1,178 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/server/v3/embed"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeharness/kubeharness/components"
+)
+
+// externalEtcd starts a single-member etcd on loopback for the test, as an
+// operator's external datastore would be, and returns its client URL.
+func externalEtcd(t *testing.T) string {
+	p := freePorts(t, 2)
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.LogLevel = "error"
+	client := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(p[0])}
+	peer := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(p[1])}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("external etcd not ready")
+	}
+	return client.String()
+}
+
+func leaderElection(t *testing.T, s *server) map[string]components.LeaderElection {
+	resp, err := http.Get("http://" + s.statusAddress() + "/leader-election")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out := map[string]components.LeaderElection{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
+
+func holder(ctx context.Context, c kubernetes.Interface, lease string) string {
+	l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, lease, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// TestHA runs two servers against one external etcd: both serve, they share
+// one PKI (the second fetched it with the token), exactly one scheduler and
+// one controller-manager hold the leases; killing the scheduler's holder
+// hands both leases to the other within 30 s and scheduling goes on.
+func TestHA(t *testing.T) {
+	endpoint := externalEtcd(t)
+	ha := []string{"--datastore-endpoint=" + endpoint, "--token=e2e-secret"}
+	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
+	a.start(ha...)
+	a.waitReady(90 * time.Second)
+	b.start(ha...)
+	b.waitReady(90 * time.Second)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	// A's admin kubeconfig works against B's apiserver: one PKI.
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.dataDir+"/admin.kubeconfig")
+	require.NoError(t, err)
+	cfg.Host = "https://127.0.0.1:" + strconv.Itoa(b.ports["https"])
+	cross, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = cross.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+	require.NoError(t, err, "server A's admin credentials are accepted by server B")
+
+	c := a.client()
+	ids := map[*server]map[string]components.LeaderElection{a: leaderElection(t, a), b: leaderElection(t, b)}
+	owner := func(lease string) *server {
+		h := holder(ctx, c, lease)
+		for s, le := range ids {
+			if le[lease].Identity == h {
+				return s
+			}
+		}
+		return nil
+	}
+	for _, lease := range []string{components.SchedulerName, components.ControllerManagerName} {
+		require.Eventually(t, func() bool { return owner(lease) != nil }, 30*time.Second, 200*time.Millisecond,
+			"%s lease held by one of the two servers (holder %q, identities %v / %v)", lease, holder(ctx, c, lease), ids[a][lease].Identity, ids[b][lease].Identity)
+		assert.True(t, ids[a][lease].Enabled && ids[b][lease].Enabled, "leader election is on with an external datastore")
+	}
+
+	victim := owner(components.SchedulerName)
+	survivor := a
+	if victim == a {
+		survivor = b
+	}
+	t.Logf("scheduler lease held by the server on port %d; killing it", victim.ports["https"])
+	killed := time.Now()
+	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
+	victim.wait(10 * time.Second)
+
+	c = survivor.client()
+	require.Eventually(t, func() bool {
+		return owner(components.SchedulerName) == survivor && owner(components.ControllerManagerName) == survivor
+	}, 30*time.Second, 250*time.Millisecond, "the survivor takes over both leases")
+	t.Logf("kill to takeover of both leases: %s", time.Since(killed))
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-ha"}}
+	_, err = c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	require.NoError(t, err)
+	node.Status = corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	labels := map[string]string{"app": "after-failover"}
+	_, err = c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "after-failover", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/c:1"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=after-failover"})
+		if err != nil || len(pods.Items) != 2 {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "node-ha" {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 250*time.Millisecond, "scheduling continues on the survivor")
+
+	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := survivor.wait(15 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+func TestHAWrongTokenFails(t *testing.T) {
+	endpoint := externalEtcd(t)
+	a := newServer(t, t.TempDir())
+	a.start("--datastore-endpoint="+endpoint, "--token=right")
+	a.waitReady(90 * time.Second)
+	b := newServer(t, t.TempDir())
+	b.start("--datastore-endpoint="+endpoint, "--token=wrong")
+	code, _ := b.wait(30 * time.Second)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, lastLine(b.stderr.String()), "cannot be decrypted with this --token")
+	_, err := readFileIfExists(b.dataDir + "/tls/server-ca.key")
+	assert.Error(t, err, "the second server made no CA of its own")
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	a.wait(15 * time.Second)
+}
