@@ -25,10 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datastore"
-	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )

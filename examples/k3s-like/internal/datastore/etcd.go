@@ -97,4 +97,3 @@ func (e *Embedded) Ready(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
