@@ -1,0 +1,225 @@
+package components
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/server/flagz"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	kasapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	kasopts "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// APIServerName is the component name of the kube-apiserver adapter.
+const APIServerName = "kube-apiserver"
+
+// APIServer runs the real kube-apiserver of k8s.io/kubernetes as a harness
+// component. It takes exactly kube-apiserver's flags. Create it with
+// NewAPIServer; a value runs once.
+//
+// It is built the way upstream's own test server builds one, not with
+// NewAPIServerCommand (which installs a process-wide signal handler when it is
+// constructed): options.NewServerRunOptions with the scope's registry,
+// Complete, Validate, NewConfig, Complete, CreateServerChain, PrepareRun and
+// Run under the harness's context.
+type APIServer struct {
+	opts *kasopts.ServerRunOptions
+
+	ready  chan struct{} // closed when /readyz answered 200 for the first time
+	exited chan struct{} // closed when Run returned
+
+	mu       sync.Mutex
+	loopback *rest.Config
+	runErr   error
+}
+
+// NewAPIServer returns a kube-apiserver component.
+func NewAPIServer() *APIServer {
+	return &APIServer{ready: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// Name returns "kube-apiserver".
+func (a *APIServer) Name() string { return APIServerName }
+
+// AddFlags creates upstream's options with the scope's registry (so that
+// --feature-gates, --emulated-version and --min-compatibility-version bind to
+// the scope, not to the process) and adds every upstream flag set to the
+// scope's flag set. It has no other effect.
+func (a *APIServer) AddFlags(s *scoping.Scope) error {
+	a.opts = kasopts.NewServerRunOptions()
+	a.opts.GenericServerRunOptions.ComponentGlobalsRegistry = s.Registry()
+	nfs := a.opts.Flags()
+	a.opts.Flagz = flagz.NamedFlagSetsReader{FlagSets: nfs}
+	addFlagSets(s, nfs)
+	return nil
+}
+
+// Run completes and validates the options, builds the server chain and
+// serves until ctx is cancelled; then it shuts the server down gracefully
+// (upstream's shutdown sequence) and returns nil.
+//
+// If ctx is cancelled before the server was ready once, Run first waits for
+// readiness (or for the server to fail): upstream's post-start hooks call
+// klog.Fatalf — exiting the process — when their context is cancelled while
+// they still wait (crd-informer-synced, priority-and-fairness-config-producer,
+// start-service-ip-repair-controllers, among others). A server that never
+// becomes ready therefore never returns from Run, and the harness reports a
+// stop deadline instead of the process exiting. If ctx is already cancelled
+// when Run is called, Run returns nil at once.
+func (a *APIServer) Run(ctx context.Context) (err error) {
+	defer func() {
+		a.mu.Lock()
+		a.runErr = err
+		a.mu.Unlock()
+		close(a.exited)
+	}()
+	if a.opts == nil {
+		return errors.New("kube-apiserver: Run before AddFlags")
+	}
+	if ctx.Err() != nil {
+		return nil // stopped before it started: nothing to undo
+	}
+	logger := klog.FromContext(ctx).WithValues("component", APIServerName)
+	ctx = klog.NewContext(ctx, logger)
+
+	// What upstream's app.Run would otherwise do without release.
+	informerName, err := cache.NewInformerName("kube-apiserver")
+	if err != nil {
+		return fmt.Errorf("kube-apiserver: %w", err)
+	}
+	defer informerName.Release()
+	a.opts.InformerName = informerName
+
+	completed, err := a.opts.Complete(ctx)
+	if err != nil {
+		return err
+	}
+	if errs := completed.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	cfg, err := kasapp.NewConfig(completed) // binds the secure port
+	if err != nil {
+		return err
+	}
+	closeListener := func() {
+		if ss := cfg.KubeAPIs.ControlPlane.Generic.SecureServing; ss != nil && ss.Listener != nil {
+			_ = ss.Listener.Close()
+		}
+	}
+	cc, err := cfg.Complete()
+	if err != nil {
+		closeListener()
+		return err
+	}
+	srv, err := kasapp.CreateServerChain(cc)
+	if err != nil {
+		closeListener()
+		return err
+	}
+	prepared, err := srv.PrepareRun()
+	if err != nil {
+		closeListener()
+		return err
+	}
+	loopback := rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig)
+	a.mu.Lock()
+	a.loopback = loopback
+	a.mu.Unlock()
+
+	// The server runs under its own context, cancelled only when it is safe
+	// (see above). WithoutCancel keeps ctx's values (the logger).
+	srvCtx, cancelSrv := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSrv()
+	served := make(chan error, 1)
+	go func() { served <- prepared.Run(srvCtx) }()
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		a.pollReady(srvCtx, loopback)
+	}()
+	defer func() { cancelSrv(); <-probed }()
+
+	select {
+	case err := <-served:
+		if err == nil {
+			err = errors.New("kube-apiserver: server returned before it was asked to stop")
+		}
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case <-a.ready:
+	case err := <-served:
+		return err
+	default:
+		logger.Info("Stop requested before the apiserver was ready; waiting for readiness first, as cancelling its post-start hooks earlier exits the process")
+		select {
+		case <-a.ready:
+		case err := <-served:
+			return err
+		}
+	}
+	cancelSrv()
+	return <-served
+}
+
+// pollReady GETs /readyz with the server's loopback client until it
+// answers 200, then closes a.ready.
+func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
+	cfg := rest.CopyConfig(loopback)
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot build the readiness client")
+		return
+	}
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var code int
+		client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
+		return code == http.StatusOK, nil
+	})
+	if ctx.Err() == nil {
+		close(a.ready)
+	}
+}
+
+// Ready blocks until the apiserver's /readyz has answered 200 over
+// loopback TLS, with the server's own loopback client configuration (the
+// server's loopback serving certificate and a privileged loopback token it
+// makes for itself at start), so it needs no user-supplied client
+// certificate and works with --anonymous-auth=false.
+func (a *APIServer) Ready(ctx context.Context) error {
+	select {
+	case <-a.ready:
+		return nil
+	case <-a.exited:
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return fmt.Errorf("kube-apiserver exited before it was ready: %w", a.runErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// LoopbackClientConfig returns a copy of the server's loopback client
+// configuration (privileged; loopback only), or nil before Run built the
+// server.
+func (a *APIServer) LoopbackClientConfig() *rest.Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.loopback == nil {
+		return nil
+	}
+	return rest.CopyConfig(a.loopback)
+}

@@ -1,0 +1,145 @@
+// Package components adapts the real kube-apiserver, kube-scheduler and
+// kube-controller-manager of k8s.io/kubernetes (v1.37.2) to harness
+// components, so that one process can run all three:
+//
+//	h := &harness.Harness{AfterBarrier: components.AfterBarrier}
+//	h.Add(components.NewAPIServer(), apiserverArgs)
+//	h.Add(components.NewScheduler(), schedulerArgs, components.APIServerName)
+//	h.Add(components.NewControllerManager(), kcmArgs, components.APIServerName)
+//	err := h.Run(ctx) // parse, barrier, start in order with readiness, stop in reverse
+//
+// Each adapter takes exactly the flags of its upstream binary, parsed into
+// its own scope (package scoping): its own pflag.FlagSet and its own
+// ComponentGlobalsRegistry, injected into the upstream options before their
+// flags are created. AddFlags only creates options and adds flags; nothing
+// runs, listens or touches process-wide state before the barrier, so an
+// unknown flag, a bad value or a conflicting feature gate in any component
+// fails the harness in its parse or barrier phase, naming the component,
+// before any port is opened. The adapters build the components the way
+// upstream's own test servers do, never through NewXCommand: the commands
+// install signal handlers, apply logging, and exit the process.
+//
+// The adapters are built for one control plane per process: start each
+// full control plane in a fresh process (see "Informer names" below).
+//
+// # Process-wide state
+//
+// The three upstream components were written as separate processes and
+// share, in one process, the state below. For each: what upstream does,
+// what the adapters do, and why.
+//
+// Feature gates and compatibility versions. Each upstream command binds
+// --feature-gates, --emulated-version and --min-compatibility-version to
+// compatibility.DefaultComponentGlobalsRegistry and calls its Set() in
+// PersistentPreRunE, writing utilfeature.DefaultMutableFeatureGate; most
+// feature checks then read utilfeature.DefaultFeatureGate. The adapters give
+// upstream the scope's registry instead (kube-apiserver:
+// GenericServerRunOptions.ComponentGlobalsRegistry before Flags();
+// kube-scheduler: NewOptionsWithComponentGlobalsRegistry;
+// kube-controller-manager: the ComponentGlobalsRegistry field before Flags),
+// so parsing and upstream's own fallbacks (SetFallback in Validate and
+// ApplyTo) touch only the scope. The barrier reconciles every scope and
+// applies the result once to the process gate and to the default registry's
+// "kube" effective version (which the apiserver reads directly for admission
+// and CEL), and back into every scope. Why: the process gate is the one
+// upstream reads, so two components cannot run with different values of one
+// kube feature; the same value twice is fine, different values are a
+// conflict reported before anything starts, instead of the last parse
+// silently winning.
+//
+// Logging. Each upstream command calls logsapi.ValidateAndApply with its
+// own options (kube-apiserver's RunE, kube-scheduler's runCommand,
+// kube-controller-manager's RunE); a second call in one process fails
+// ("logging configuration was already applied earlier"), and it sets klog's
+// verbosity, vmodule and format for the whole process. The paths the
+// adapters use (Complete, Validate, NewConfig, Setup, Config, Run) never call
+// it: only the commands do, and the adapters do not use the commands. Each
+// component's -v, --vmodule and --logging-format are recorded by its scope,
+// reconciled at the barrier (different values are a conflict) and applied
+// once by scoping.ProcessTarget's ApplyLogging. Upstream's other logging
+// flags (--log-flush-frequency, --log-{text,json}-split-stream,
+// --log-{text,json}-info-buffer-size) are just as process-wide but not
+// reconciled, so the adapters refuse them at parse time with that reason
+// instead of parsing and silently ignoring them. Why: klog is one per
+// process; the component that happened to start last must not decide it.
+//
+// configz. kube-scheduler's Run registers configz "componentconfig" and
+// kube-controller-manager's "kubecontrollermanager.config.k8s.io", and
+// neither ever deletes it; registering a name twice fails ("register config
+// %q twice") and makes Run return an error. The names differ, so the three
+// do not clash with each other; the adapters call configz.Delete after
+// upstream's Run returned. Why: so that a component can be started again in
+// the same process after it stopped.
+//
+// Metrics. There is one legacyregistry per process: each component's
+// /metrics serves every component's metrics. Upstream's registrations are
+// guarded by sync.Once or are idempotent, so three components register once.
+// The commands also record the feature-enablement metric
+// (kubernetes_feature_enabled) and the compatibility-version metric from
+// their own registry; AfterBarrier records both once, from the process gate
+// and the process registry, which hold the reconciled values. Each
+// component's --show-hidden-metrics-for-version, --disabled-metrics and
+// --allow-metric-labels are applied by its own Config/Setup to the one
+// registry and accumulate (a union), as they are not reconciled. The
+// package also imports what the upstream main packages import for metrics
+// (client-go metrics, kubernetes_build_info), --logging-format=json, and
+// time zone data. Why: a metric registered twice panics or is dropped;
+// recording the feature metric from the process gate shows what actually
+// runs.
+//
+// Client-go's default warning handler. kube-apiserver and
+// kube-controller-manager each call rest.SetDefaultWarningHandler(
+// rest.NoWarnings{}) in their PersistentPreRunE. AfterBarrier does it once,
+// before any component starts. It applies to every client of the process,
+// including kube-scheduler's and the distro's own. Why: it is process-wide
+// and should be set once, before clients exist, not by whichever command ran
+// last.
+//
+// Signals. NewAPIServerCommand calls SetupSignalContext when it is
+// constructed, kube-scheduler's runCommand installs a signal handler, and
+// kube-controller-manager's RunE calls SetupSignalContext when its
+// ControllerManagerReleaseLeaderElectionLockOnExit gate is on; a second
+// SetupSignalContext panics, and a second signal exits the process. The
+// adapters call none of them: the caller of Harness.Run owns signals and
+// cancels its context. What remains: scheduler.New installs a SIGUSR2
+// signal.Notify for its cache debugger, which stays registered after the
+// scheduler stopped.
+//
+// Process exit. Upstream's leader-election callbacks exit the process
+// (kube-scheduler os.Exit(0) when its context ends and klog.FlushAndExit on a
+// lost lease; kube-controller-manager FlushAndExit unless the release-on-exit
+// gate is on). The adapters turn upstream's elector off and run client-go's
+// elector themselves with ReleaseOnCancel; releasing or losing the lease
+// stops only that component (see Scheduler.Run, ControllerManager.Run and
+// LeaderElection). kube-apiserver's post-start hooks klog.Fatalf when their
+// context is cancelled before they finished; APIServer.Run therefore never
+// cancels the server before it was ready once. Other klog.Fatal paths
+// upstream remain (for example kube-controller-manager's namespace deleter
+// when discovery returns nothing, which is why the controller-manager must
+// stop before the apiserver: the harness stops in reverse dependency order).
+//
+// Informer names. client-go keeps a process-wide set of informer names, and
+// registering a name twice fails. APIServer and Scheduler create theirs
+// ("kube-apiserver", "kube-scheduler") and release them when Run returns.
+// kube-controller-manager registers "kube-controller-manager" inside
+// CreateControllerContext, cannot be given one, and never releases it: a
+// second controller-manager in the same process cannot start, so
+// ControllerManager.Run checks first and says so.
+//
+// Capabilities. kube-apiserver calls capabilities.Setup (allow-privileged,
+// connection limits), process-wide and first-caller-wins; only the apiserver
+// calls it, so its flags decide, as in a separate process.
+//
+// Version. component-base's version (what /version reports, the binary
+// version every effective version is derived from) is set by the linker.
+// Built from the module it reads v0.0.0-master; build and test with
+// -ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.2
+// -X k8s.io/component-base/version.gitMajor=1
+// -X k8s.io/component-base/version.gitMinor=37" (the Makefile does).
+//
+// Flags not added. The upstream commands add --version, --help and klog's
+// global flags themselves (verflag, globalflag); the adapters take the
+// flags of the options only, which are all of the component's flags. Flag
+// names are normalised as upstream's cli.Run does (--leader_elect is
+// --leader-elect).
+package components

@@ -1,0 +1,474 @@
+package components_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/version"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// wantVersion is what the tests must be built with (see README.md).
+const wantVersion = "v1.37.2"
+
+// Three real alpha gates of k8s.io/kubernetes/pkg/features at 1.37, off by
+// default, one used by each component, none of which changes what these
+// tests do:
+//   - apiserver: MutablePVNodeAffinity (PersistentVolume validation),
+//   - scheduler: InterPodAffinityHostnameFastPath (an InterPodAffinity fast path),
+//   - controller-manager: StatefulSetRecreateStrategy (the StatefulSet controller).
+const (
+	apiserverGate  = "MutablePVNodeAffinity"
+	schedulerGate  = "InterPodAffinityHostnameFastPath"
+	controllerGate = "StatefulSetRecreateStrategy"
+)
+
+func init() {
+	scenarios["deploy"] = scenarioDeploy
+	scenarios["gates"] = scenarioThreeGates
+	scenarios["conflict"] = scenarioConflict
+	scenarios["lease-lost"] = scenarioLeaseLost
+	scenarios["stop-early"] = scenarioStopEarly
+}
+
+// requireVersion fails fast when the test binary was built without the
+// version ldflags: every component would report v0.0.0-master.
+func requireVersion(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane: not in -short mode")
+	}
+	if v := version.Get().GitVersion; v != wantVersion {
+		t.Fatalf("built with component-base version %q, want %q: run `make test` in components/ (it passes -ldflags -X k8s.io/component-base/version.gitVersion=%s ...)", v, wantVersion, wantVersion)
+	}
+}
+
+// TestControlPlane starts the three real components against embedded etcd
+// in a fresh process, has a Deployment's Pods bound to a Node, stops, and
+// checks that every component returned, the process lives on, the leases
+// were released and no goroutine leaked. Then it does it all again in
+// another fresh process.
+func TestControlPlane(t *testing.T) {
+	requireVersion(t)
+	first := runChild(t, "deploy")
+	second := runChild(t, "deploy")
+	for i, r := range []childResult{first, second} {
+		t.Logf("start %d: process→ready %s, harness start→ready %s, harness start→3 Pods bound %s, stop %s, goroutines settled %s after stop, child wall %s",
+			i+1, r.Results["process_to_ready"], r.Results["start_to_ready"], r.Results["start_to_bound"], r.Results["stop"], r.Results["leak_settle"], r.Wall.Round(time.Millisecond))
+	}
+}
+
+// TestThreeGates gives each component a different alpha gate and checks
+// all three are on process-wide after the barrier.
+func TestThreeGates(t *testing.T) {
+	requireVersion(t)
+	runChild(t, "gates")
+}
+
+// TestGateConflict sets one gate true in the apiserver and false in the
+// scheduler: the start fails at the barrier, naming both, before any port
+// is opened or etcd written.
+func TestGateConflict(t *testing.T) {
+	requireVersion(t)
+	runChild(t, "conflict")
+}
+
+// TestLeaseLost takes the scheduler's lease away while it runs: only the
+// scheduler's Run returns (ErrLeaseLost), the harness stops the rest, and
+// the process lives on.
+func TestLeaseLost(t *testing.T) {
+	requireVersion(t)
+	runChild(t, "lease-lost")
+}
+
+// TestStopBeforeReady cancels the harness while the apiserver is still
+// starting: upstream's post-start hooks would klog.Fatalf (exit the process)
+// if their context ended before they finished; the adapter waits for
+// readiness first, then stops cleanly.
+func TestStopBeforeReady(t *testing.T) {
+	requireVersion(t)
+	runChild(t, "stop-early")
+}
+
+// newControlPlane adds the three adapters (and extra components between the
+// apiserver and the others, so that they stop after the scheduler and the
+// controller-manager and before the apiserver) to a new harness.
+func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs, kcmArgs []string, extra ...harness.Component) *controlPlane {
+	t.Helper()
+	cp := &controlPlane{
+		h:         &harness.Harness{AfterBarrier: components.AfterBarrier, StopTimeout: time.Minute},
+		api:       components.NewAPIServer(),
+		scheduler: components.NewScheduler(),
+		kcm:       components.NewControllerManager(),
+	}
+	require.NoError(t, cp.h.Add(cp.api, env.APIServerArgs(apiArgs...)))
+	for _, c := range extra {
+		require.NoError(t, cp.h.Add(c, nil, components.APIServerName))
+	}
+	require.NoError(t, cp.h.Add(cp.scheduler, env.SchedulerArgs(schedArgs...), components.APIServerName))
+	require.NoError(t, cp.h.Add(cp.kcm, env.ControllerManagerArgs(kcmArgs...), components.APIServerName))
+	return cp
+}
+
+func adminClient(t *testing.T, env *testenv.ControlPlane) (*kubernetes.Clientset, *rest.Config) {
+	t.Helper()
+	cfg, err := env.AdminConfig()
+	require.NoError(t, err)
+	return kubernetes.NewForConfigOrDie(cfg), cfg
+}
+
+func scenarioDeploy(t *testing.T) {
+	baseline := leakBaseline()
+	env, err := testenv.Start(t.TempDir())
+	require.NoError(t, err)
+	defer env.Close()
+
+	leases := &leaseObserver{env: env}
+	cp := newControlPlane(t, env, nil, nil, nil, leases)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	result("start_to_ready", time.Since(start).Round(time.Millisecond))
+	result("process_to_ready", time.Since(processStart).Round(time.Millisecond))
+
+	client, _ := adminClient(t, env)
+	sv, err := client.Discovery().ServerVersion()
+	require.NoError(t, err)
+	assert.Equal(t, wantVersion, sv.GitVersion, "/version")
+	assert.True(t, cp.scheduler.LeaderElection().Enabled, "the scheduler runs its own elector (upstream's default --leader-elect=true)")
+	assert.True(t, cp.kcm.LeaderElection().Enabled, "the controller-manager runs its own elector")
+
+	createNode(t, client, "node-1")
+	createDeployment(t, client, "default", "web", 3)
+	waitBound(t, client, "default", "app=web", 3, "node-1", 60*time.Second)
+	result("start_to_bound", time.Since(start).Round(time.Millisecond))
+
+	stopStart := time.Now()
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the harness did not return within 2m of cancel")
+	}
+	result("stop", time.Since(stopStart).Round(time.Millisecond))
+	require.NoError(t, err, "a clean stop")
+	for _, c := range cp.h.Status().Components {
+		assert.Equal(t, harness.Stopped, c.State, "%s: %s", c.Name, c.Error)
+	}
+	// Read after the scheduler and the controller-manager stopped, before
+	// the apiserver did: ReleaseOnCancel empties the holder.
+	require.NoError(t, leases.err)
+	for _, name := range []string{components.SchedulerName, components.ControllerManagerName} {
+		h, ok := leases.holders[name]
+		assert.True(t, ok, "lease %s exists", name)
+		assert.Empty(t, h, "lease %s released on stop", name)
+	}
+
+	env.Close()
+	fmt.Println("after stop: the process is alive")
+	result("leak_settle", verifyNoLeaks(t, baseline, 30*time.Second).Round(time.Millisecond))
+}
+
+func scenarioThreeGates(t *testing.T) {
+	baseline := leakBaseline()
+	gates := map[string]string{apiserverGate: components.APIServerName, schedulerGate: components.SchedulerName, controllerGate: components.ControllerManagerName}
+	for g := range gates {
+		require.False(t, utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g)), "%s off before the barrier", g)
+	}
+	env, err := testenv.Start(t.TempDir())
+	require.NoError(t, err)
+	defer env.Close()
+	cp := newControlPlane(t, env,
+		[]string{"--feature-gates=" + apiserverGate + "=true"},
+		[]string{"--feature-gates=" + schedulerGate + "=true"},
+		[]string{"--feature-gates=" + controllerGate + "=true"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+
+	// The process gate upstream reads.
+	for g := range gates {
+		assert.True(t, utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g)), "%s on process-wide", g)
+	}
+	// The plan says who asked for each.
+	plan := cp.h.Status().Plan
+	require.NotNil(t, plan)
+	for _, f := range plan.Features {
+		if comp, ok := gates[f.Name]; ok {
+			assert.True(t, f.Enabled, f.Name)
+			assert.Equal(t, scoping.SourceFlag, f.Source, f.Name)
+			require.Len(t, f.Requests, 1, f.Name)
+			assert.Equal(t, comp, f.Requests[0].Component, f.Name)
+		}
+	}
+	// The apiserver's /metrics (the process's one legacy registry).
+	client, _ := adminClient(t, env)
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	require.NoError(t, err)
+	for g := range gates {
+		line := fmt.Sprintf(`kubernetes_feature_enabled{name="%s",stage="ALPHA"} 1`, g)
+		assert.Contains(t, string(raw), line)
+		if strings.Contains(string(raw), line) {
+			result("metric_"+g, "1")
+		}
+	}
+
+	cancel()
+	require.NoError(t, <-done)
+	env.Close()
+	verifyNoLeaks(t, baseline, 30*time.Second)
+}
+
+func scenarioConflict(t *testing.T) {
+	env, err := testenv.Start(t.TempDir())
+	require.NoError(t, err)
+	defer env.Close()
+	cp := &controlPlane{h: &harness.Harness{AfterBarrier: components.AfterBarrier}}
+	spies := []*runSpy{
+		{Component: components.NewAPIServer()},
+		{Component: components.NewScheduler()},
+		{Component: components.NewControllerManager()},
+	}
+	require.NoError(t, cp.h.Add(spies[0], env.APIServerArgs("--feature-gates="+apiserverGate+"=true")))
+	require.NoError(t, cp.h.Add(spies[1], env.SchedulerArgs("--feature-gates="+apiserverGate+"=false"), components.APIServerName))
+	require.NoError(t, cp.h.Add(spies[2], env.ControllerManagerArgs(), components.APIServerName))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	err = cp.h.Run(ctx)
+	result("fail_after", time.Since(start).Round(time.Millisecond))
+	require.Error(t, err)
+	t.Logf("the harness said:\n%v", err)
+	var pe *harness.PhaseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, harness.PhaseBarrier, pe.Phase)
+	var ce *scoping.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Conflicts, 1)
+	for _, want := range []string{apiserverGate, components.APIServerName, components.SchedulerName,
+		"--feature-gates=" + apiserverGate + "=true", "--feature-gates=" + apiserverGate + "=false"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	for _, s := range spies {
+		assert.Zero(t, s.runs.Load(), "%s: Run never called", s.Name())
+	}
+	for name, port := range map[string]int{"apiserver": env.APIServerPort, "scheduler": env.SchedulerPort, "controller-manager": env.ControllerManagerPort} {
+		assert.True(t, testenv.PortFree(port), "%s port %d was never opened: listening on it succeeds", name, port)
+	}
+	n, err := env.Etcd.KeyCount(ctx, "/registry")
+	require.NoError(t, err)
+	assert.Zero(t, n, "no keys under /registry")
+	result("registry_keys", n)
+	assert.False(t, utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(apiserverGate)), "the process gate was not touched")
+}
+
+func scenarioLeaseLost(t *testing.T) {
+	baseline := leakBaseline()
+	env, err := testenv.Start(t.TempDir())
+	require.NoError(t, err)
+	defer env.Close()
+	cp := newControlPlane(t, env, nil,
+		[]string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	client, _ := adminClient(t, env)
+
+	// Another instance takes the lease over, for an hour.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := client.CoordinationV1().Leases("kube-system").Get(ctx, components.SchedulerName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.HolderIdentity = ptr.To("another-instance")
+		l.Spec.LeaseDurationSeconds = ptr.To[int32](3600)
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = client.CoordinationV1().Leases("kube-system").Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}))
+	stolen := time.Now()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the harness did not stop within a minute of the lease being taken")
+	}
+	result("lease_lost_to_harness_stopped", time.Since(stolen).Round(time.Millisecond))
+	require.Error(t, err)
+	t.Logf("the harness said: %v", err)
+	require.ErrorIs(t, err, components.ErrLeaseLost)
+	var ce *harness.ComponentError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, components.SchedulerName, ce.Component)
+	for _, c := range cp.h.Status().Components {
+		if c.Name == components.SchedulerName {
+			assert.Equal(t, harness.Failed, c.State)
+		} else {
+			assert.Equal(t, harness.Stopped, c.State, "%s: %s", c.Name, c.Error)
+		}
+	}
+	env.Close()
+	fmt.Println("after the lost lease: the process is alive")
+	verifyNoLeaks(t, baseline, 30*time.Second)
+}
+
+func createNode(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	ctx := context.Background()
+	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("4"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	now := metav1.Now()
+	node.Status = corev1.NodeStatus{
+		Capacity:    res,
+		Allocatable: res,
+		Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+	}
+	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+func createDeployment(t *testing.T, client kubernetes.Interface, ns, name string, replicas int32) {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	_, err := client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// waitBound waits until want Pods matching selector exist and all are
+// bound to node.
+func waitBound(t *testing.T, client kubernetes.Interface, ns, selector string, want int, node string, timeout time.Duration) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node {
+				bound++
+			}
+		}
+		last = fmt.Sprintf("%d pods, %d bound to %s", len(pods.Items), bound, node)
+		return len(pods.Items) == want && bound == want, nil
+	})
+	require.NoError(t, err, "Pods not bound within %s: %s", timeout, last)
+}
+
+// leaseObserver is a component the harness stops after the scheduler and
+// the controller-manager and before the apiserver; when stopped, it reads
+// their leases' holders.
+type leaseObserver struct {
+	env     *testenv.ControlPlane
+	holders map[string]string
+	err     error
+}
+
+func (o *leaseObserver) Name() string                  { return "lease-observer" }
+func (o *leaseObserver) AddFlags(*scoping.Scope) error { return nil }
+func (o *leaseObserver) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (o *leaseObserver) Stop(ctx context.Context) error {
+	cfg, err := o.env.AdminConfig()
+	if err != nil {
+		o.err = err
+		return nil
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	o.holders = map[string]string{}
+	for _, name := range []string{components.SchedulerName, components.ControllerManagerName} {
+		var l *coordinationv1.Lease
+		l, err = client.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			o.err = errors.Join(o.err, err)
+			continue
+		}
+		o.holders[name] = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	return nil
+}
+
+func scenarioStopEarly(t *testing.T) {
+	baseline := leakBaseline()
+	env, err := testenv.Start(t.TempDir())
+	require.NoError(t, err)
+	defer env.Close()
+	h := &harness.Harness{AfterBarrier: components.AfterBarrier, StopTimeout: 2 * time.Minute}
+	require.NoError(t, h.Add(components.NewAPIServer(), env.APIServerArgs()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+
+	// A TLS handshake succeeds once the server serves; its post-start hooks
+	// start at the same moment and wait for caches for a few seconds.
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(env.APIServerPort))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only: is it serving?
+		if err != nil {
+			return false, nil
+		}
+		_ = c.Close()
+		return true, nil
+	}))
+	time.Sleep(100 * time.Millisecond)
+	state := h.Status().Components[0].State
+	result("state_at_cancel", state)
+	require.Equal(t, harness.Starting, state, "cancelled before the apiserver was ready")
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the harness did not return")
+	}
+	require.NoError(t, err)
+	env.Close()
+	fmt.Println("after an early stop: the process is alive")
+	verifyNoLeaks(t, baseline, 30*time.Second)
+}

@@ -1,0 +1,95 @@
+package components
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// servingProbe GETs a path of a component's own secure server (the
+// scheduler's or the controller-manager's) over TLS. It trusts exactly the
+// certificate the server is configured to present, read from the
+// in-process serving configuration and pinned byte for byte, so it needs no
+// CA and works with self-signed (in-memory) serving certificates. The paths
+// it asks for (/healthz) are upstream's always-allowed paths, so it needs no
+// credentials either.
+type servingProbe struct {
+	serving *genericapiserver.SecureServingInfo
+	client  *http.Client
+}
+
+func newServingProbe(serving *genericapiserver.SecureServingInfo) *servingProbe {
+	p := &servingProbe{serving: serving}
+	p.client = &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			// No idle connections outlive a probe: nothing to leak.
+			DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{
+				MinVersion: tls.VersionTLS12,
+				// Verification is the pin below, not a CA chain.
+				InsecureSkipVerify:    true, //nolint:gosec // pinned in VerifyPeerCertificate
+				VerifyPeerCertificate: p.verifyPinned,
+			},
+		},
+	}
+	return p
+}
+
+func (p *servingProbe) verifyPinned(raw [][]byte, _ [][]*x509.Certificate) error {
+	if len(raw) == 0 {
+		return errors.New("no server certificate")
+	}
+	certPEM, _ := p.serving.Cert.CurrentCertKeyContent()
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return fmt.Errorf("reading the configured serving certificate: %w", err)
+	}
+	for _, c := range certs {
+		if bytes.Equal(c.Raw, raw[0]) {
+			return nil
+		}
+	}
+	return errors.New("the server presented a certificate other than the one this component is configured to serve")
+}
+
+// get returns nil when path answers 200 "ok".
+func (p *servingProbe) get(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+p.serving.Listener.Addr().String()+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %d %s", path, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// waitOK polls path every 100 ms until it answers 200 or ctx ends.
+func (p *servingProbe) waitOK(ctx context.Context, path string) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = p.get(ctx, path)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last probe: %v)", err, last)
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+package components
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// LeaderElection is the leader-election configuration an adapter read from
+// its upstream options after parsing, and runs with its own elector.
+// Upstream's elector is always off in the adapters: its OnStoppedLeading
+// exits the process (kube-scheduler os.Exit(0) on shutdown and
+// klog.FlushAndExit on a lost lease; kube-controller-manager FlushAndExit
+// unless its ControllerManagerReleaseLeaderElectionLockOnExit gate is on).
+type LeaderElection struct {
+	// Enabled is --leader-elect (default true upstream).
+	Enabled bool `json:"enabled"`
+	// LeaseDuration, RenewDeadline and RetryPeriod are
+	// --leader-elect-lease-duration, --leader-elect-renew-deadline and
+	// --leader-elect-retry-period.
+	LeaseDuration time.Duration `json:"leaseDuration"`
+	RenewDeadline time.Duration `json:"renewDeadline"`
+	RetryPeriod   time.Duration `json:"retryPeriod"`
+	// ResourceLock, ResourceNamespace and ResourceName are
+	// --leader-elect-resource-lock, -namespace and -name.
+	ResourceLock      string `json:"resourceLock"`
+	ResourceNamespace string `json:"resourceNamespace"`
+	ResourceName      string `json:"resourceName"`
+	// Identity is the holder identity the elector uses (hostname_uuid, as
+	// upstream); empty until Run built the elector.
+	Identity string `json:"identity,omitempty"`
+}
+
+// ErrLeaseLost is the cause when a component lost its leader-election
+// lease: its Run returns an error wrapping it. Upstream would have exited
+// the process; here only that component stops, and the harness decides what
+// happens to the others (it stops them: the first failure stops all).
+var ErrLeaseLost = errors.New("lost the leader-election lease")
+
+// elector runs a component's work while it holds its lease, with
+// client-go's LeaderElector and ReleaseOnCancel, and never exits the
+// process. It also tells Ready whether the component is a standby (another
+// holder has the lease), which counts as ready: the harness must not wait
+// forever for a component that is healthy but not leading.
+type elector struct {
+	component string
+
+	mu      sync.Mutex
+	standby chan struct{} // closed when another holder was observed
+	closed  bool
+}
+
+func newElector(component string) *elector {
+	return &elector{component: component, standby: make(chan struct{})}
+}
+
+func (e *elector) observedOtherLeader() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.standby)
+	}
+}
+
+// run runs work under the lease described by cfg (Lock, durations, Name,
+// WatchDog are used; Callbacks and ReleaseOnCancel are set here).
+//
+// Order on stop (ctx cancelled): work's context is cancelled, run waits for
+// work to return, and only then stops renewing and releases the lease
+// (ReleaseOnCancel), so that a successor never runs while this one is still
+// stopping. If the lease is lost, work's context is cancelled with
+// ErrLeaseLost as the cause, run waits for work, and returns an error
+// wrapping ErrLeaseLost. If work returns on its own, the lease is released
+// and its error returned. If ctx is cancelled before the lease was
+// acquired, run returns nil without calling work.
+func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConfig, work func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	identity := cfg.Lock.Identity()
+	// The elector's own context is not cancelled by ctx: it ends when work
+	// has returned (or, if never leading, when ctx ends).
+	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+
+	var (
+		mu        sync.Mutex
+		started   bool
+		stopping  bool
+		lost      bool
+		workErr   error
+		workDone  = make(chan struct{})
+		callbacks = leaderelection.LeaderCallbacks{}
+	)
+	callbacks.OnStartedLeading = func(lctx context.Context) {
+		mu.Lock()
+		if stopping {
+			mu.Unlock()
+			return
+		}
+		started = true
+		mu.Unlock()
+		defer close(workDone)
+		defer stopElector() // work returned: stop renewing, release the lease
+		wctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		// lctx ends before work returns only when the lease was lost.
+		unhook := context.AfterFunc(lctx, func() {
+			mu.Lock()
+			lost = true
+			mu.Unlock()
+			cancel(ErrLeaseLost)
+		})
+		defer unhook()
+		logger.Info("Leader election: acquired the lease, starting", "lease", cfg.Name, "identity", identity)
+		workErr = work(wctx)
+	}
+	callbacks.OnStoppedLeading = func() {
+		// Never exit: run's caller decides.
+		logger.Info("Leader election: stopped leading", "lease", cfg.Name, "identity", identity)
+	}
+	callbacks.OnNewLeader = func(id string) {
+		if id != "" && id != identity { // "" is a released lease: not another leader
+			logger.Info("Leader election: another instance holds the lease", "lease", cfg.Name, "holder", id)
+			e.observedOtherLeader()
+		}
+	}
+	cfg.Callbacks = callbacks
+	cfg.ReleaseOnCancel = true
+	le, err := leaderelection.NewLeaderElector(cfg)
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+
+	// Stop trying to acquire when ctx ends and we are not leading; when
+	// leading, work's context ends with ctx and the elector stops after work.
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-leCtx.Done():
+			return
+		}
+		mu.Lock()
+		stopping = true
+		leading := started
+		mu.Unlock()
+		if !leading {
+			stopElector()
+		}
+	}()
+
+	le.Run(leCtx)
+
+	mu.Lock()
+	stopping = true
+	leading := started
+	mu.Unlock()
+	if leading {
+		<-workDone
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case lost:
+		return fmt.Errorf("%w %s (held as %s)", ErrLeaseLost, cfg.Lock.Describe(), identity)
+	case !leading && ctx.Err() == nil:
+		return fmt.Errorf("leader election for %s ended without acquiring the lease", cfg.Lock.Describe())
+	}
+	return workErr
+}
+
+// recordLeaderEvents gives a lease lock an event recorder of its own, whose
+// broadcaster the returned stop shuts down. Upstream's locks record through
+// the component's own broadcaster, which upstream's Run shuts down when it
+// returns; the adapters' elector releases the lease after Run returned
+// (so that a successor never overlaps), and the "stopped leading" event
+// would be dropped with an error. Locks other than Lease locks are left
+// as they are.
+func recordLeaderEvents(ctx context.Context, lock resourcelock.Interface, client kubernetes.Interface, source string) (stop func()) {
+	ll, ok := lock.(*resourcelock.LeaseLock)
+	if !ok || client == nil {
+		return func() {}
+	}
+	b := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx))) // shut down by stop, not by ctx
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	ll.LockConfig.EventRecorder = b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: source})
+	return b.Shutdown
+}

@@ -1,0 +1,198 @@
+package components
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/leaderelection"
+	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// memStore is a lease in memory with optimistic concurrency, like a Lease
+// object's resourceVersion.
+type memStore struct {
+	mu      sync.Mutex
+	rec     *rl.LeaderElectionRecord
+	version int
+}
+
+func (s *memStore) holder() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil {
+		return ""
+	}
+	return s.rec.HolderIdentity
+}
+
+// steal makes another holder take the lease for an hour.
+func (s *memStore) steal(by string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := metav1.NewTime(time.Now())
+	s.rec = &rl.LeaderElectionRecord{HolderIdentity: by, LeaseDurationSeconds: 3600, AcquireTime: now, RenewTime: now}
+	s.version++
+}
+
+// memLock is one candidate's view of a memStore.
+type memLock struct {
+	store *memStore
+	id    string
+	seen  int // the version this lock last read or wrote
+}
+
+func (l *memLock) Get(context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	l.store.mu.Lock()
+	defer l.store.mu.Unlock()
+	if l.store.rec == nil {
+		return nil, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "leases"}, "test")
+	}
+	l.seen = l.store.version
+	rec := *l.store.rec
+	raw, _ := json.Marshal(rec)
+	return &rec, raw, nil
+}
+
+func (l *memLock) Create(_ context.Context, r rl.LeaderElectionRecord) error {
+	l.store.mu.Lock()
+	defer l.store.mu.Unlock()
+	if l.store.rec != nil {
+		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "leases"}, "test")
+	}
+	l.store.rec = &r
+	l.store.version++
+	l.seen = l.store.version
+	return nil
+}
+
+func (l *memLock) Update(_ context.Context, r rl.LeaderElectionRecord) error {
+	l.store.mu.Lock()
+	defer l.store.mu.Unlock()
+	if l.store.rec == nil || l.seen != l.store.version {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "leases"}, "test", errors.New("stale"))
+	}
+	l.store.rec = &r
+	l.store.version++
+	l.seen = l.store.version
+	return nil
+}
+
+func (l *memLock) RecordEvent(string) {}
+func (l *memLock) Identity() string   { return l.id }
+func (l *memLock) Describe() string   { return "test/lease" }
+
+func testElection(store *memStore, id string) leaderelection.LeaderElectionConfig {
+	return leaderelection.LeaderElectionConfig{
+		Lock:          &memLock{store: store, id: id},
+		LeaseDuration: time.Second,
+		RenewDeadline: 800 * time.Millisecond,
+		RetryPeriod:   100 * time.Millisecond,
+		Name:          "test",
+	}
+}
+
+func TestElectorReleasesAfterWorkReturned(t *testing.T) {
+	store := &memStore{}
+	e := newElector("test")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var heldWhileStopping atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(ctx, testElection(store, "me"), func(wctx context.Context) error {
+			close(started)
+			<-wctx.Done()
+			time.Sleep(300 * time.Millisecond) // stopping takes a while
+			heldWhileStopping.Store(store.holder() == "me")
+			return nil
+		})
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never leading")
+	}
+	assert.Equal(t, "me", store.holder())
+	cancel()
+	require.NoError(t, <-done)
+	assert.True(t, heldWhileStopping.Load(), "the lease is held until work returned")
+	assert.Empty(t, store.holder(), "released on stop (ReleaseOnCancel)")
+}
+
+func TestElectorLostLease(t *testing.T) {
+	store := &memStore{}
+	e := newElector("test")
+	started := make(chan struct{})
+	var cause error
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(context.Background(), testElection(store, "me"), func(wctx context.Context) error {
+			close(started)
+			<-wctx.Done()
+			cause = context.Cause(wctx)
+			return nil
+		})
+	}()
+	<-started
+	store.steal("thief")
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrLeaseLost)
+		assert.ErrorIs(t, cause, ErrLeaseLost, "work's context says why")
+		assert.Contains(t, err.Error(), "test/lease")
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after the lease was lost")
+	}
+	assert.Equal(t, "thief", store.holder(), "the new holder's lease is not touched")
+}
+
+func TestElectorStandby(t *testing.T) {
+	store := &memStore{}
+	store.steal("other")
+	e := newElector("test")
+	ctx, cancel := context.WithCancel(context.Background())
+	var worked atomic.Bool
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(ctx, testElection(store, "me"), func(context.Context) error { worked.Store(true); return nil })
+	}()
+	select {
+	case <-e.standby:
+	case <-time.After(10 * time.Second):
+		t.Fatal("standby not reported")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("run did not return after cancel while standing by")
+	}
+	assert.False(t, worked.Load())
+	assert.Equal(t, "other", store.holder())
+}
+
+func TestElectorWorkFails(t *testing.T) {
+	store := &memStore{}
+	boom := errors.New("boom")
+	err := newElector("test").run(context.Background(), testElection(store, "me"), func(context.Context) error { return boom })
+	require.ErrorIs(t, err, boom)
+	assert.Empty(t, store.holder(), "released when work returned")
+}
+
+func TestElectorInvalidConfig(t *testing.T) {
+	cfg := testElection(&memStore{}, "me")
+	cfg.RenewDeadline = 2 * cfg.LeaseDuration
+	err := newElector("test").run(context.Background(), cfg, func(context.Context) error { return nil })
+	require.Error(t, err, "an error, not upstream's RunOrDie panic")
+}

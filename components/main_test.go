@@ -1,0 +1,245 @@
+package components_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"k8s.io/apiserver/pkg/server/healthz"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// processStart is when this test process started, as near as a package
+// variable can tell.
+var processStart = time.Now()
+
+// Each full control-plane start runs in its own process: the test binary
+// re-executes itself with childEnv naming the scenario, and TestChild runs
+// it. Upstream leaves process-wide state behind after a stop (the
+// controller-manager's informer name, the SIGUSR2 handler, the klog flush
+// daemon, metrics), so a second start in one process is not what these
+// tests are about; a second start in a fresh process is.
+const childEnv = "KUBEHARNESS_TEST_CHILD"
+
+// Lines a child prints for its parent: results and the end marker. The
+// marker is printed after the scenario returned, as the very last thing:
+// a child whose process was exited by upstream (os.Exit(0) included) never
+// prints it.
+const (
+	resultPrefix = "KUBEHARNESS-RESULT "
+	doneMarker   = "KUBEHARNESS-CHILD-DONE"
+)
+
+var scenarios = map[string]func(t *testing.T){}
+
+// TestChild runs the scenario named by KUBEHARNESS_TEST_CHILD; it is
+// skipped unless a parent test started this process for it.
+func TestChild(t *testing.T) {
+	name := os.Getenv(childEnv)
+	if name == "" {
+		t.Skip("runs only in a child process started by another test")
+	}
+	run, ok := scenarios[name]
+	if !ok {
+		t.Fatalf("unknown scenario %q", name)
+	}
+	run(t)
+	if !t.Failed() {
+		fmt.Println(doneMarker)
+	}
+}
+
+// result prints one key=value result for the parent.
+func result(key string, v any) { fmt.Printf("%s%s=%v\n", resultPrefix, key, v) }
+
+// childResult is what a parent learned from a child.
+type childResult struct {
+	Results map[string]string
+	Wall    time.Duration
+	Log     string
+}
+
+// runChild runs scenario in a fresh process (this test binary) and fails t
+// unless the child passed and printed its end marker.
+func runChild(t *testing.T, scenario string) childResult {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), scenario+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChild$", "-test.v", "-test.count=1", "-test.timeout=4m")
+	cmd.Env = append(os.Environ(), childEnv+"="+scenario)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	start := time.Now()
+	runErr := cmd.Run()
+	wall := time.Since(start)
+	out, _ := os.ReadFile(logPath)
+	res := childResult{Results: map[string]string{}, Wall: wall, Log: logPath}
+	done := false
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, resultPrefix), "="); ok && strings.HasPrefix(line, resultPrefix) {
+			res.Results[k] = v
+		}
+		if line == doneMarker {
+			done = true
+		}
+	}
+	if runErr != nil || !done {
+		t.Errorf("child %s: err=%v, end marker printed=%v; log %s; its last lines:\n%s", scenario, runErr, done, logPath, tail(out, 80))
+		keepLog(t, logPath)
+		t.FailNow()
+	}
+	t.Logf("child %s: passed in %s (wall, incl. process start); results %v", scenario, wall.Round(time.Millisecond), res.Results)
+	return res
+}
+
+// keepLog copies a failed child's log where it survives the test.
+func keepLog(t *testing.T, path string) {
+	dst := filepath.Join(os.TempDir(), "kubeharness-"+filepath.Base(path))
+	if b, err := os.ReadFile(path); err == nil && os.WriteFile(dst, b, 0o644) == nil {
+		t.Logf("child log kept at %s", dst)
+	}
+}
+
+func tail(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startHarness runs h in a goroutine and waits until every component is
+// ready, or fails t. It returns Run's result channel.
+func startHarness(t *testing.T, ctx context.Context, h *harness.Harness, timeout time.Duration) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	deadline := time.After(timeout)
+	for {
+		if h.Status().Ready() {
+			return done
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("harness returned before every component was ready: %v", err)
+		case <-deadline:
+			t.Fatalf("not ready within %s: %+v", timeout, h.Status().Components)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// controlPlane is the three adapters, added to a harness in the order and
+// with the dependencies a distro would use.
+type controlPlane struct {
+	h         *harness.Harness
+	api       *components.APIServer
+	scheduler *components.Scheduler
+	kcm       *components.ControllerManager
+}
+
+// leakBaseline starts the one never-ending goroutine upstream starts
+// lazily, then snapshots the goroutines that exist before the control plane
+// starts: the apiserver's healthz "log" check starts, under a sync.Once on
+// the first /healthz, /livez or /readyz request, wait.Forever(klog.Flush,
+// 1m) and never stops it (k8s.io/apiserver/pkg/server/healthz/healthz.go).
+// Calling that check first starts it now, so the snapshot covers exactly
+// that goroutine (upstream's integration framework does the same).
+func leakBaseline() goleak.Option {
+	_ = healthz.LogHealthz.Check(nil)
+	return goleak.IgnoreCurrent()
+}
+
+// goleakIgnores are the goroutines that outlive a stopped control plane
+// by design; each is documented in README.md.
+func goleakIgnores(baseline goleak.Option) []goleak.Option {
+	return []goleak.Option{
+		baseline,
+		// klog's flush daemon: started once per process by logsapi when the
+		// barrier applies logging; it runs for the life of the process, as in
+		// every upstream binary.
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+	}
+}
+
+// verifyNoLeaks retries goleak.Find for up to wait (stopping servers close
+// connections asynchronously), collecting garbage between tries so that
+// client-go transports whose certificate-reload goroutines end with them are
+// collected; then fails t with what is left.
+func verifyNoLeaks(t *testing.T, baseline goleak.Option, wait time.Duration) time.Duration {
+	t.Helper()
+	t.Logf("goroutines right after stop, by first function: %v", goroutineTops())
+	start := time.Now()
+	var err error
+	for {
+		runtime.GC()
+		if err = goleak.Find(goleakIgnores(baseline)...); err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > wait {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Errorf("goroutines left %s after stop:\n%v", wait, err)
+	return time.Since(start)
+}
+
+// runSpy wraps a component and counts the calls of its Run.
+type runSpy struct {
+	harness.Component
+	runs atomic.Int32
+}
+
+func (s *runSpy) Run(ctx context.Context) error {
+	s.runs.Add(1)
+	return s.Component.Run(ctx)
+}
+
+// Ready delegates to the wrapped component's Ready, if it has one.
+func (s *runSpy) Ready(ctx context.Context) error {
+	if r, ok := s.Component.(harness.Readier); ok {
+		return r.Ready(ctx)
+	}
+	return nil
+}
+
+// goroutineTops counts the goroutines of the process by their first
+// function, for the log: what was still stopping when the harness returned.
+func goroutineTops() map[string]int {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	out := map[string]int{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		lines := strings.Split(g, "\n")
+		if len(lines) < 2 {
+			continue
+		}
+		fn := lines[1]
+		if i := strings.LastIndex(fn, "("); i > 0 {
+			fn = fn[:i]
+		}
+		out[fn]++
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package pki
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Config says what Ensure makes the control plane's PKI for.
+type Config struct {
+	// Dir is the PKI directory; it is created 0700 if missing.
+	Dir string
+	// APIServerURL is the server the kubeconfigs point at, e.g.
+	// https://127.0.0.1:6443. Kubeconfigs are rewritten on every Ensure,
+	// so a changed port is picked up.
+	APIServerURL string
+	// ServingIPs and ServingDNSNames are added to the apiserver serving
+	// certificate's default names: 127.0.0.1, ServiceIP, localhost,
+	// kubernetes, kubernetes.default, kubernetes.default.svc and
+	// kubernetes.default.svc.<ClusterDomain>.
+	ServingIPs      []net.IP
+	ServingDNSNames []string
+	// ServiceIP is the apiserver's service IP, the first address of
+	// --service-cluster-ip-range; default 10.0.0.1 (upstream's default range
+	// 10.0.0.0/24).
+	ServiceIP net.IP
+	// ClusterDomain defaults to cluster.local.
+	ClusterDomain string
+	// EtcdIPs and EtcdDNSNames are added to the etcd serving certificate's
+	// defaults, 127.0.0.1 and localhost.
+	EtcdIPs      []net.IP
+	EtcdDNSNames []string
+}
+
+// Files is the control plane's PKI, as files in Config.Dir.
+type Files struct {
+	Dir string
+
+	// ServerCA signs the apiserver's serving certificate; clients trust it.
+	ServerCA *CA
+	// ClientCA signs client certificates (--client-ca-file) and is the
+	// controller-manager's cluster signer.
+	ClientCA *CA
+	// RequestHeaderCA signs the front-proxy client certificate
+	// (--requestheader-client-ca-file).
+	RequestHeaderCA *CA
+	// EtcdCA signs etcd's serving certificate and its clients'.
+	EtcdCA *CA
+
+	// APIServerServing is the apiserver's serving certificate.
+	APIServerServing *Pair
+	// APIServerKubeletClient is the apiserver's client certificate towards
+	// kubelets (--kubelet-client-certificate).
+	APIServerKubeletClient *Pair
+	// APIServerEtcdClient is the apiserver's client certificate towards etcd.
+	APIServerEtcdClient *Pair
+	// FrontProxyClient is the apiserver's front-proxy client certificate
+	// (--proxy-client-cert-file), CN front-proxy-client.
+	FrontProxyClient *Pair
+	// EtcdServer is etcd's serving certificate.
+	EtcdServer *Pair
+
+	// Admin (O=system:masters), Scheduler (CN=system:kube-scheduler) and
+	// ControllerManager (CN=system:kube-controller-manager) are client
+	// certificates signed by ClientCA.
+	Admin, Scheduler, ControllerManager *Pair
+
+	// ServiceAccountKey and ServiceAccountPub are the service-account
+	// signing key pair (PEM private key 0600, PEM public key).
+	ServiceAccountKey, ServiceAccountPub string
+
+	// Kubeconfigs for the admin, the scheduler and the controller-manager,
+	// with the CA and the client certificate embedded (no file references,
+	// so client-go starts no certificate-reloading goroutine), 0600.
+	AdminKubeconfig, SchedulerKubeconfig, ControllerManagerKubeconfig string
+}
+
+// FrontProxyClientName is the CN of the front-proxy client certificate,
+// for --requestheader-allowed-names.
+const FrontProxyClientName = "front-proxy-client"
+
+// Ensure creates what is missing in cfg.Dir and reuses what is there (see
+// the package documentation), and returns the files.
+func Ensure(cfg Config) (*Files, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("pki: Config.Dir is empty")
+	}
+	if cfg.APIServerURL == "" {
+		return nil, errors.New("pki: Config.APIServerURL is empty")
+	}
+	if cfg.ServiceIP == nil {
+		cfg.ServiceIP = net.IPv4(10, 0, 0, 1)
+	}
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = "cluster.local"
+	}
+	d := func(name string) string { return filepath.Join(cfg.Dir, name) }
+	f := &Files{Dir: cfg.Dir}
+	var err error
+	for _, ca := range []struct {
+		dst  **CA
+		file string
+		cn   string
+	}{
+		{&f.ServerCA, "server-ca", "kubeharness-server-ca"},
+		{&f.ClientCA, "client-ca", "kubeharness-client-ca"},
+		{&f.RequestHeaderCA, "request-header-ca", "kubeharness-request-header-ca"},
+		{&f.EtcdCA, "etcd/ca", "kubeharness-etcd-ca"},
+	} {
+		if *ca.dst, err = LoadOrCreateCA(d(ca.file+".crt"), d(ca.file+".key"), ca.cn); err != nil {
+			return nil, err
+		}
+	}
+
+	loopback := net.IPv4(127, 0, 0, 1)
+	servingIPs := uniqIPs(append([]net.IP{loopback, cfg.ServiceIP}, cfg.ServingIPs...))
+	servingDNS := uniq(append([]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+		"kubernetes.default.svc." + cfg.ClusterDomain}, cfg.ServingDNSNames...))
+	etcdIPs := uniqIPs(append([]net.IP{loopback}, cfg.EtcdIPs...))
+	etcdDNS := uniq(append([]string{"localhost"}, cfg.EtcdDNSNames...))
+
+	for _, l := range []struct {
+		dst  **Pair
+		ca   *CA
+		file string
+		leaf Leaf
+	}{
+		{&f.APIServerServing, f.ServerCA, "serving-kube-apiserver", Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true}},
+		{&f.APIServerKubeletClient, f.ClientCA, "client-kube-apiserver", Leaf{CommonName: "system:kube-apiserver", Organization: []string{"system:masters"}, Client: true}},
+		{&f.FrontProxyClient, f.RequestHeaderCA, "client-front-proxy", Leaf{CommonName: FrontProxyClientName, Client: true}},
+		{&f.Admin, f.ClientCA, "client-admin", Leaf{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}},
+		{&f.Scheduler, f.ClientCA, "client-kube-scheduler", Leaf{CommonName: "system:kube-scheduler", Client: true}},
+		{&f.ControllerManager, f.ClientCA, "client-kube-controller-manager", Leaf{CommonName: "system:kube-controller-manager", Client: true}},
+		{&f.EtcdServer, f.EtcdCA, "etcd/server", Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
+		{&f.APIServerEtcdClient, f.EtcdCA, "etcd/client-kube-apiserver", Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
+	} {
+		if *l.dst, err = l.ca.Ensure(d(l.file+".crt"), d(l.file+".key"), l.leaf); err != nil {
+			return nil, err
+		}
+	}
+
+	f.ServiceAccountKey, f.ServiceAccountPub = d("service-account.key"), d("service-account.pub")
+	if err := EnsureKeyPair(f.ServiceAccountKey, f.ServiceAccountPub); err != nil {
+		return nil, err
+	}
+
+	f.AdminKubeconfig = d("admin.kubeconfig")
+	f.SchedulerKubeconfig = d("kube-scheduler.kubeconfig")
+	f.ControllerManagerKubeconfig = d("kube-controller-manager.kubeconfig")
+	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager} {
+		if err := WriteKubeconfig(path, cfg.APIServerURL, f.ServerCA.CertPEM(), p); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// WriteKubeconfig writes a kubeconfig (mode 0600) for server, trusting caPEM
+// and authenticating with client, all embedded as data.
+func WriteKubeconfig(path, server string, caPEM []byte, client *Pair) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: client.CertPEM, ClientKeyData: client.KeyPEM}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user"}
+	cfg.CurrentContext = "local"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("pki: kubeconfig %s: %w", path, err)
+	}
+	return writeFile(path, b, 0o600)
+}
+
+func uniq(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func uniqIPs(ips []net.IP) []net.IP {
+	var out []net.IP
+	for _, ip := range ips {
+		if ip != nil && !slices.ContainsFunc(out, ip.Equal) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

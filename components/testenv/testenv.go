@@ -1,0 +1,291 @@
+// Package testenv starts what a test (or an example binary) needs around
+// the three real control-plane components: the PKI (package pki), an
+// embedded etcd on loopback with TLS and client-certificate authentication,
+// free loopback ports, and the flags each upstream component needs to run
+// against them. It starts none of the components itself.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/components/pki"
+)
+
+// Etcd is an embedded single-member etcd listening on loopback: clients on
+// https with client-certificate authentication, the peer port on plain
+// http (there are no peers).
+type Etcd struct {
+	// ClientURL is https://127.0.0.1:<port>.
+	ClientURL string
+	e         *embed.Etcd
+	tls       transport.TLSInfo
+	closeOnce sync.Once
+}
+
+// StartEtcd starts etcd with its data in dir, serving with files.EtcdServer
+// and trusting files.EtcdCA, and waits until it is ready (at most a minute).
+// Its log goes to stderr at level warn.
+func StartEtcd(dir string, files *pki.Files) (*Etcd, error) {
+	clientPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "kubeharness"
+	cfg.Dir = dir
+	cfg.Logger = "zap"
+	cfg.LogLevel = "warn"
+	cfg.LogOutputs = []string{"stderr"}
+	cfg.UnsafeNoFsync = true // a test's data is thrown away
+	clientURL := url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ClientTLSInfo = transport.TLSInfo{
+		CertFile:       files.EtcdServer.CertFile,
+		KeyFile:        files.EtcdServer.KeyFile,
+		TrustedCAFile:  files.EtcdCA.CertFile,
+		ClientCertAuth: true,
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: starting etcd: %w", err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("testenv: etcd failed: %w", err)
+	case <-time.After(time.Minute):
+		e.Close()
+		return nil, errors.New("testenv: etcd not ready within a minute")
+	}
+	return &Etcd{
+		ClientURL: clientURL.String(),
+		e:         e,
+		tls: transport.TLSInfo{
+			CertFile:      files.APIServerEtcdClient.CertFile,
+			KeyFile:       files.APIServerEtcdClient.KeyFile,
+			TrustedCAFile: files.EtcdCA.CertFile,
+		},
+	}, nil
+}
+
+// Client returns an etcd client authenticated with the apiserver's etcd
+// client certificate. Close it.
+func (e *Etcd) Client() (*clientv3.Client, error) {
+	tlsCfg, err := e.tls.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{Endpoints: []string{e.ClientURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second})
+}
+
+// KeyCount returns how many keys exist under prefix.
+func (e *Etcd) KeyCount(ctx context.Context, prefix string) (int64, error) {
+	c, err := e.Client()
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, err
+	}
+	return resp.Count, nil
+}
+
+// Close stops etcd and waits for it. It may be called more than once.
+func (e *Etcd) Close() { e.closeOnce.Do(e.e.Close) }
+
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago,
+// chosen at random below the kernel's ephemeral port range: a port the
+// kernel hands out itself (":0") can be taken, between this check and the
+// component binding it seconds later, as the local port of one of the many
+// outgoing connections a starting control plane makes.
+func FreePort() (int, error) {
+	low := ephemeralLow()
+	for range 100 {
+		port := 10000 + rand.IntN(low-10000)
+		if PortFree(port) {
+			return port, nil
+		}
+	}
+	return 0, errors.New("testenv: no free port found below the ephemeral range")
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// or 32768.
+func ephemeralLow() int {
+	const def = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return def
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return def
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= 11000 {
+		return def
+	}
+	return low
+}
+
+// PortFree reports whether port can be listened on at 127.0.0.1 now.
+func PortFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+// ControlPlane is everything around the three components: the PKI in
+// Dir/pki, etcd with its data in Dir/etcd, and a free loopback port for
+// each component's secure port.
+type ControlPlane struct {
+	Dir  string
+	PKI  *pki.Files
+	Etcd *Etcd
+
+	APIServerPort, SchedulerPort, ControllerManagerPort int
+}
+
+// Start makes the PKI in dir/pki, picks the ports and starts etcd.
+func Start(dir string) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: dir}
+	var err error
+	for _, p := range []*int{&cp.APIServerPort, &cp.SchedulerPort, &cp.ControllerManagerPort} {
+		if *p, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	cp.PKI, err = pki.Ensure(pki.Config{Dir: filepath.Join(dir, "pki"), APIServerURL: cp.APIServerURL()})
+	if err != nil {
+		return nil, err
+	}
+	etcdDir := filepath.Join(dir, "etcd")
+	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
+		return nil, err
+	}
+	if cp.Etcd, err = StartEtcd(etcdDir, cp.PKI); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// APIServerURL is https://127.0.0.1:<APIServerPort>.
+func (cp *ControlPlane) APIServerURL() string {
+	return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cp.APIServerPort))
+}
+
+// ServiceClusterIPRange is the --service-cluster-ip-range the apiserver
+// gets; its first address is the PKI's default service IP.
+const ServiceClusterIPRange = "10.0.0.0/24"
+
+// APIServerArgs are kube-apiserver's flags for this control plane, then
+// extra (later flags win).
+func (cp *ControlPlane) APIServerArgs(extra ...string) []string {
+	p := cp.PKI
+	return append([]string{
+		"--etcd-servers=" + cp.Etcd.ClientURL,
+		"--etcd-cafile=" + p.EtcdCA.CertFile,
+		"--etcd-certfile=" + p.APIServerEtcdClient.CertFile,
+		"--etcd-keyfile=" + p.APIServerEtcdClient.KeyFile,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.APIServerPort),
+		"--advertise-address=127.0.0.1",
+		// A loopback address is not a valid Endpoints address.
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + p.APIServerServing.CertFile,
+		"--tls-private-key-file=" + p.APIServerServing.KeyFile,
+		"--client-ca-file=" + p.ClientCA.CertFile,
+		"--anonymous-auth=false",
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.ServiceAccountPub,
+		"--service-account-signing-key-file=" + p.ServiceAccountKey,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
+		"--requestheader-client-ca-file=" + p.RequestHeaderCA.CertFile,
+		"--requestheader-allowed-names=" + pki.FrontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.FrontProxyClient.CertFile,
+		"--proxy-client-key-file=" + p.FrontProxyClient.KeyFile,
+		"--kubelet-client-certificate=" + p.APIServerKubeletClient.CertFile,
+		"--kubelet-client-key=" + p.APIServerKubeletClient.KeyFile,
+		"--allow-privileged=true",
+	}, extra...)
+}
+
+// SchedulerArgs are kube-scheduler's flags for this control plane, then
+// extra. Leader election is left at upstream's default (on).
+func (cp *ControlPlane) SchedulerArgs(extra ...string) []string {
+	kc := cp.PKI.SchedulerKubeconfig
+	return append([]string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.SchedulerPort),
+	}, extra...)
+}
+
+// ControllerManagerArgs are kube-controller-manager's flags for this
+// control plane, then extra. Leader election is left at upstream's default
+// (on).
+func (cp *ControlPlane) ControllerManagerArgs(extra ...string) []string {
+	p := cp.PKI
+	kc := p.ControllerManagerKubeconfig
+	return append([]string{
+		"--kubeconfig=" + kc,
+		"--authentication-kubeconfig=" + kc,
+		"--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(cp.ControllerManagerPort),
+		"--service-account-private-key-file=" + p.ServiceAccountKey,
+		"--root-ca-file=" + p.ServerCA.CertFile,
+		"--use-service-account-credentials=true",
+		"--cluster-signing-cert-file=" + p.ClientCA.CertFile,
+		"--cluster-signing-key-file=" + p.ClientCA.KeyFile,
+	}, extra...)
+}
+
+// AdminConfig is a client configuration from the admin kubeconfig
+// (system:masters).
+func (cp *ControlPlane) AdminConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", cp.PKI.AdminKubeconfig)
+}
+
+// Close stops etcd.
+func (cp *ControlPlane) Close() {
+	if cp.Etcd != nil {
+		cp.Etcd.Close()
+	}
+}
