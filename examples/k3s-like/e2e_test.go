@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -59,18 +61,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// below the kernel's ephemeral range (testenv.FreePort), so that no outgoing
+// connection takes one before the server binds it.
 func freePorts(t *testing.T, n int) []int {
 	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(ports) < n {
+		p, err := testenv.FreePort()
 		require.NoError(t, err)
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
 	}
 	return ports
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -109,17 +111,14 @@ type ports struct{ https, etcdClient, etcdPeer, scheduler, kcm, status int }
 
 func freePorts() (ports, error) {
 	var p []int
-	var lns []net.Listener
-	for range 6 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(p) < 6 {
+		port, err := testenv.FreePort() // below the ephemeral range
 		if err != nil {
 			return ports{}, err
 		}
-		lns = append(lns, ln)
-		p = append(p, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
+		if !slices.Contains(p, port) {
+			p = append(p, port)
+		}
 	}
 	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}, nil
 }
