@@ -421,3 +421,64 @@ func verifyServedBy(port int, caPEM []byte) error {
 }
 
 func readFileIfExists(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "never-created")
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(binary, append([]string{"server", "--data-dir=" + dataDir, "--dry-run"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if err != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		return stdout.String(), stderr.String(), code
+	}
+	out, _, code := run("--feature-gates=SchedulerPreQueueingHints=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "kube-apiserver:\n")
+	assert.Contains(t, out, "  --v=2\n", "the apiserver's own argument")
+	assert.Contains(t, out, "kube-scheduler:\n")
+	assert.NotContains(t, out, "kube-controller-manager:", "--disable-controller-manager")
+	assert.Regexp(t, `(?m)^SchedulerPreQueueingHints\s+Alpha\s+true\s+false\s+flag\s+kube-apiserver --feature-gates=SchedulerPreQueueingHints=true; kube-scheduler --feature-gates=SchedulerPreQueueingHints=true$`, out)
+
+	_, stderr, code := run("--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true", "--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true`)
+	_, err := os.Stat(dataDir)
+	assert.True(t, os.IsNotExist(err), "a dry run writes nothing, not even the data dir")
+}
+
+// TestFileModes: private keys and kubeconfigs are 0600, the data dir 0700.
+func TestFileModes(t *testing.T) {
+	dataDir := t.TempDir()
+	s := newServer(t, dataDir)
+	s.start("--disable-scheduler", "--disable-controller-manager")
+	s.waitReady(90 * time.Second)
+	var checked int
+	require.NoError(t, filepath.WalkDir(filepath.Join(dataDir, "tls"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasSuffix(path, ".key") || strings.HasSuffix(path, ".kubeconfig") {
+			info, err := d.Info()
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), path)
+			checked++
+		}
+		return nil
+	}))
+	assert.GreaterOrEqual(t, checked, 10)
+	info, err := os.Stat(filepath.Join(dataDir, "admin.kubeconfig"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "--write-kubeconfig default")
+	status, err := http.Get("http://" + s.statusAddress() + "/components")
+	require.NoError(t, err)
+	defer status.Body.Close()
+	body, _ := io.ReadAll(status.Body)
+	assert.NotContains(t, string(body), "kube-scheduler", "--disable-scheduler")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(10 * time.Second)
+	assert.Equal(t, 0, code)
+}
