@@ -107,7 +107,7 @@ func (h *Harness) Handler() http.Handler {
 			return
 		}
 		if wantsText(r) {
-			writeText(w, func(tw *tabwriter.Writer) { WriteFeatureTable(tw, plan) })
+			writeText(w, func(tw *tabwriter.Writer) { WriteFeatureTable(tw, plan, false) })
 			return
 		}
 		writeJSON(w, http.StatusOK, plan)
@@ -130,10 +130,15 @@ func (h *Harness) Handler() http.Handler {
 
 // WriteFeatureTable writes the plan's features as a table: NAME, STAGE,
 // ENABLED, DEFAULT, SOURCE, SET-BY (component and flag for each request).
-func WriteFeatureTable(tw *tabwriter.Writer, plan *scoping.Plan) {
+// With changedOnly, only the features someone set, or whose value is not
+// their binary default, are listed.
+func WriteFeatureTable(tw *tabwriter.Writer, plan *scoping.Plan, changedOnly bool) {
 	fmt.Fprintf(tw, "EMULATED: %s\tMIN-COMPATIBILITY: %s\tBINARY: %s\n\n", plan.EmulationVersion, plan.MinCompatibilityVersion, plan.BinaryVersion)
 	fmt.Fprintf(tw, "NAME\tSTAGE\tENABLED\tDEFAULT\tSOURCE\tSET-BY\n")
 	for _, f := range plan.FeatureStates() {
+		if changedOnly && f.Enabled == f.Default && f.Source == scoping.SourceDefault {
+			continue
+		}
 		var by []string
 		for _, r := range f.Requests {
 			by = append(by, r.Component+" "+r.Flag)

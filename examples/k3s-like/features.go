@@ -55,6 +55,6 @@ func printFeatures(w io.Writer, addr, output string) error {
 		return fmt.Errorf("%s/features: %w", addr, err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	harness.WriteFeatureTable(tw, &plan)
+	harness.WriteFeatureTable(tw, &plan, false)
 	return tw.Flush()
 }

@@ -469,20 +469,7 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 			fmt.Fprintf(tw, "  %s\n", a)
 		}
 	}
-	fmt.Fprintf(tw, "\nEMULATED: %s\tMIN-COMPATIBILITY: %s\tBINARY: %s\n", plan.EmulationVersion, plan.MinCompatibilityVersion, plan.BinaryVersion)
-	fmt.Fprintf(tw, "\nFEATURES THAT DIFFER FROM THEIR DEFAULT\nNAME\tSTAGE\tENABLED\tDEFAULT\tSOURCE\tSET-BY\n")
-	for _, f := range plan.FeatureStates() {
-		if f.Enabled == f.Default && f.Source == scoping.SourceDefault {
-			continue
-		}
-		var by []string
-		for _, r := range f.Requests {
-			by = append(by, r.Component+" "+r.Flag)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%s\t%s\n", f.Name, f.Stage, f.Enabled, f.Default, f.Source, strings.Join(by, "; "))
-	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(tw, "\nWarning: %s\n", w)
-	}
+	fmt.Fprintf(tw, "\nFEATURES SET BY A COMPONENT OR NOT AT THEIR DEFAULT\n")
+	harness.WriteFeatureTable(tw, plan, true)
 	return tw.Flush()
 }
