@@ -26,6 +26,8 @@ func newFeaturesCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "status-address", "127.0.0.1:10290", "The server's --status-address")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json")
+	// KEP-3920 feature discovery: `k3s-like features check -f FILE|-` (features_check.go).
+	cmd.AddCommand(newFeaturesCheckCommand())
 	return cmd
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datastore"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurepub"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -56,6 +57,7 @@ type serverOptions struct {
 	etcdClientPort    int
 	etcdPeerPort      int
 	stopTimeout       time.Duration
+	nodeName          string // KEP-3920 feature discovery: this server's identity in the Feature objects
 }
 
 func newServerCommand() *cobra.Command {
@@ -91,6 +93,10 @@ func newServerCommand() *cobra.Command {
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
+	// KEP-3920 feature discovery: the server's identity in status.servers of
+	// the Feature objects and in its field manager, k3s-like/NODE_NAME.
+	hostname, _ := os.Hostname()
+	f.StringVar(&o.nodeName, "node-name", hostname, "This server's identity: its entry in the Feature objects' status.servers (default the hostname)")
 	return cmd
 }
 
@@ -298,6 +304,24 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		if err := h.Add(cp.kcm, args[components.ControllerManagerName], components.APIServerName); err != nil {
 			return nil, err
 		}
+	}
+	// KEP-3920 feature discovery: publish the plan as Feature objects once
+	// every other component is ready (it never fails the harness).
+	pubDeps := []string{components.APIServerName}
+	if cp.scheduler != nil {
+		pubDeps = append(pubDeps, components.SchedulerName)
+	}
+	if cp.kcm != nil {
+		pubDeps = append(pubDeps, components.ControllerManagerName)
+	}
+	pub := &featurepub.Publisher{
+		Server:     o.nodeName,
+		Kubeconfig: o.adminKubeconfig(),
+		Plan:       func() *scoping.Plan { return h.Status().Plan },
+		Logf:       func(format string, a ...any) { fmt.Fprintf(os.Stderr, "k3s-like: "+format+"\n", a...) },
+	}
+	if err := h.Add(pub, nil, pubDeps...); err != nil {
+		return nil, err
 	}
 	return cp, nil
 }

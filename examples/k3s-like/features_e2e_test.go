@@ -1,0 +1,271 @@
+package main_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+var featuresGVR = schema.GroupVersionResource{Group: "features.kubeharness.io", Version: "v1alpha1", Resource: "features"}
+
+func (s *server) dynamic() dynamic.Interface {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dataDir, "admin.kubeconfig"))
+	require.NoError(s.t, err)
+	d, err := dynamic.NewForConfig(cfg)
+	require.NoError(s.t, err)
+	return d
+}
+
+// plan is the server's feature plan from its status handler, as
+// `k3s-like features -o json` prints it.
+func (s *server) plan() map[string]scoping.FeatureState {
+	out, err := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
+	require.NoError(s.t, err)
+	var plan scoping.Plan
+	require.NoError(s.t, json.Unmarshal(out, &plan))
+	byName := map[string]scoping.FeatureState{}
+	for _, f := range plan.FeatureStates() {
+		byName[f.Name] = f
+	}
+	return byName
+}
+
+// features lists the Feature objects by status.name.
+func (s *server) features() map[string]unstructured.Unstructured {
+	list, err := s.dynamic().Resource(featuresGVR).List(s.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]unstructured.Unstructured{}
+	for _, item := range list.Items {
+		name, _, _ := unstructured.NestedString(item.Object, "status", "name")
+		out[name] = item
+	}
+	return out
+}
+
+func str(u unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedString(u.Object, path...)
+	return v
+}
+
+func boolean(u unstructured.Unstructured, path ...string) bool {
+	v, _, _ := unstructured.NestedBool(u.Object, path...)
+	return v
+}
+
+// serverEntries are status.servers by server identity.
+func serverEntries(u unstructured.Unstructured) map[string]map[string]any {
+	list, _, _ := unstructured.NestedSlice(u.Object, "status", "servers")
+	out := map[string]map[string]any{}
+	for _, e := range list {
+		m := e.(map[string]any)
+		out[m["server"].(string)] = m
+	}
+	return out
+}
+
+// runCheck runs `k3s-like features check` and returns its stdout and exit code.
+func runCheck(t *testing.T, kubeconfig, file string) (string, int) {
+	cmd := exec.Command(binary, "features", "check", "--kubeconfig="+kubeconfig, "-f", file)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// TestFeatureDiscovery: the Feature objects after start (one per gate of the
+// plan, the k3s#11853 gates with their SET-BY, the printer columns), the
+// workload check, and a restart without one gate.
+func TestFeatureDiscovery(t *testing.T) {
+	gates := map[string]string{
+		"kube-apiserver":          "StatefulSetRecreateStrategy",
+		"kube-scheduler":          "SchedulerPreQueueingHints",
+		"kube-controller-manager": "NodeLifecycleConditions",
+	}
+	s := newServer(t, t.TempDir())
+	started := time.Now()
+	s.start("--node-name=server-a",
+		"--kube-apiserver-arg=feature-gates="+gates["kube-apiserver"]+"=true",
+		"--kube-scheduler-arg=feature-gates="+gates["kube-scheduler"]+"=true",
+		"--kube-controller-manager-arg=feature-gates="+gates["kube-controller-manager"]+"=true",
+	)
+	s.waitReady(90 * time.Second)
+	plan := s.plan()
+	require.NotEmpty(t, plan)
+
+	var features map[string]unstructured.Unstructured
+	require.Eventually(t, func() bool {
+		features = s.features()
+		return len(features) == len(plan)
+	}, 60*time.Second, 250*time.Millisecond, "one Feature per gate of the plan (%d)", len(plan))
+	t.Logf("start to %d Feature objects: %s", len(features), time.Since(started))
+
+	for name, want := range plan {
+		f, ok := features[name]
+		if !assert.True(t, ok, "Feature for %s", name) {
+			continue
+		}
+		assert.Equal(t, strings.ToLower(name), f.GetName())
+		assert.Equal(t, want.Stage, str(f, "status", "stage"), name)
+		assert.Equal(t, want.Enabled, boolean(f, "status", "enabled"), name)
+		assert.Equal(t, want.Default, boolean(f, "status", "default"), name)
+		assert.Equal(t, want.LockedToDefault, boolean(f, "status", "lockedToDefault"), name)
+		e := serverEntries(f)["server-a"]
+		if assert.NotNil(t, e, name) {
+			assert.Equal(t, want.Enabled, e["enabled"], name)
+		}
+	}
+	for component, gate := range gates {
+		f := features[gate]
+		assert.Equal(t, "Alpha", str(f, "status", "stage"), gate)
+		assert.True(t, boolean(f, "status", "enabled"), gate)
+		assert.Equal(t, component+"=true", str(f, "status", "setBy"), gate)
+		assert.NotEmpty(t, str(f, "status", "emulationVersion"))
+		assert.NotEmpty(t, str(f, "status", "binaryVersion"))
+		comps, _ := serverEntries(f)["server-a"]["components"].([]any)
+		found := false
+		for _, c := range comps {
+			m := c.(map[string]any)
+			kube := strings.HasPrefix(m["name"].(string), "kube-")
+			assert.Equal(t, kube, m["registers"], "%s registers %s: %v", m["name"], gate, kube)
+			if m["name"] == component {
+				found = true
+				assert.Equal(t, "true", m["value"])
+				assert.Equal(t, "--feature-gates="+gate+"=true", m["flag"])
+			} else {
+				assert.Nil(t, m["flag"], "%s did not set %s", m["name"], gate)
+			}
+		}
+		assert.True(t, found, "%s in the components of %s", component, gate)
+	}
+
+	// kubectl get features: the printer columns through the Table output.
+	raw, err := s.client().RESTClient().Get().AbsPath("/apis/features.kubeharness.io/v1alpha1/features").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(t.Context())
+	require.NoError(t, err)
+	var table metav1.Table
+	require.NoError(t, json.Unmarshal(raw, &table))
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			columns = append(columns, strings.ToUpper(c.Name))
+		}
+	}
+	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "AGE"}, columns)
+	rows := map[string][]any{}
+	for _, r := range table.Rows {
+		rows[r.Cells[0].(string)] = r.Cells
+	}
+	assert.Len(t, rows, len(plan))
+	assert.Equal(t, []any{"schedulerprequeueinghints", "Alpha", true, false, "kube-scheduler=true"}, rows["schedulerprequeueinghints"][:5])
+
+	// features check: a Deployment is served; an EvictionRequest
+	// (lifecycle.k8s.io/v1alpha1, alpha, off) is not, and the line says
+	// what would serve it.
+	dir := t.TempDir()
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
+	eviction := "apiVersion: lifecycle.k8s.io/v1alpha1\nkind: EvictionRequest\nmetadata:\n  name: drain-me\n"
+	both, only := filepath.Join(dir, "both.yaml"), filepath.Join(dir, "deployment.yaml")
+	require.NoError(t, os.WriteFile(both, []byte(deployment+"---\n"+eviction), 0o600))
+	require.NoError(t, os.WriteFile(only, []byte(deployment), 0o600))
+	kubeconfig := filepath.Join(s.dataDir, "admin.kubeconfig")
+	out, code := runCheck(t, kubeconfig, both)
+	assert.Equal(t, 1, code, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	assert.Equal(t, "ok       apps/v1 Deployment web", lines[0])
+	assert.Contains(t, lines[1], "MISSING  lifecycle.k8s.io/v1alpha1 EvictionRequest drain-me")
+	assert.Contains(t, lines[1], "runtime-config=lifecycle.k8s.io/v1alpha1=true")
+	assert.Contains(t, lines[1], "feature gate EvictionRequestAPI (Alpha, disabled)")
+	out, code = runCheck(t, kubeconfig, only)
+	assert.Equal(t, 0, code, out)
+	assert.Equal(t, "ok       apps/v1 Deployment web\n", out)
+
+	// A Feature of a gate no server knows, reported only by this server, is
+	// removed at the next start; one another server reports is kept.
+	dyn := s.dynamic()
+	for name, server := range map[string]string{"nosuchgate": "server-a", "othergate": "server-z"} {
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "features.kubeharness.io/v1alpha1", "kind": "Feature",
+			"metadata": map[string]any{"name": name},
+			"status": map[string]any{"name": name, "default": false, "enabled": true, "lockedToDefault": false,
+				"servers": []any{map[string]any{"server": server, "enabled": true}}},
+		}}
+		_, err := dyn.Resource(featuresGVR).Create(t.Context(), obj, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	// Restart on the same data dir without the apiserver's gate.
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ = s.wait(15 * time.Second)
+	require.Equal(t, 0, code)
+	s.start("--node-name=server-a",
+		"--kube-scheduler-arg=feature-gates="+gates["kube-scheduler"]+"=true",
+		"--kube-controller-manager-arg=feature-gates="+gates["kube-controller-manager"]+"=true",
+	)
+	s.waitReady(90 * time.Second)
+	gate := gates["kube-apiserver"]
+	require.Eventually(t, func() bool {
+		f, ok := s.features()[gate]
+		return ok && !boolean(f, "status", "enabled") && str(f, "status", "setBy") == "default" &&
+			serverEntries(f)["server-a"]["enabled"] == false
+	}, 60*time.Second, 250*time.Millisecond, "%s disabled after the restart without it", gate)
+	require.Eventually(t, func() bool {
+		_, err := dyn.Resource(featuresGVR).Get(t.Context(), "nosuchgate", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 30*time.Second, 250*time.Millisecond, "a stale Feature only this server reported is removed")
+	_, err = dyn.Resource(featuresGVR).Get(t.Context(), "othergate", metav1.GetOptions{})
+	assert.NoError(t, err, "a Feature another server reports is kept")
+	assert.True(t, s.features()[gates["kube-scheduler"]].Object != nil)
+
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ = s.wait(15 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+// TestFeatureDiscoveryHA: two servers on one external etcd with different
+// gates; each Feature holds both servers' views.
+func TestFeatureDiscoveryHA(t *testing.T) {
+	endpoint := externalEtcd(t)
+	ha := []string{"--datastore-endpoint=" + endpoint, "--token=e2e-secret"}
+	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
+	a.start(append(ha, "--node-name=server-a", "--kube-apiserver-arg=feature-gates=StatefulSetRecreateStrategy=true")...)
+	a.waitReady(90 * time.Second)
+	b.start(append(ha, "--node-name=server-b")...)
+	b.waitReady(90 * time.Second)
+
+	gate := "StatefulSetRecreateStrategy"
+	var entries map[string]map[string]any
+	require.Eventually(t, func() bool {
+		f, ok := a.features()[gate]
+		if !ok {
+			return false
+		}
+		entries = serverEntries(f)
+		return len(entries) == 2
+	}, 60*time.Second, 250*time.Millisecond, "both servers' entries in %s", gate)
+	assert.Equal(t, true, entries["server-a"]["enabled"])
+	assert.Equal(t, false, entries["server-b"]["enabled"])
+	// The last server to publish wrote the top-level fields.
+	f := b.features()[gate]
+	assert.Len(t, serverEntries(f), 2, "B's apiserver shows the same object")
+}

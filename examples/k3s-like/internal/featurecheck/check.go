@@ -1,0 +1,242 @@
+// Package featurecheck tells, for each object of a set of Kubernetes
+// manifests, whether the cluster serves its API group/version and kind, and
+// if not, what would make it served: the feature gates the apiserver adds
+// its storage under, and --runtime-config for the alpha and beta
+// group-versions the apiserver does not serve by default.
+//
+// It covers the API-group/version/kind level only; see README.md of
+// examples/k3s-like for what it does not cover.
+package featurecheck
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+)
+
+// Object is one manifest document's identity.
+type Object struct {
+	APIVersion, Kind, Name string
+}
+
+// Read returns the objects of a multi-document YAML (or JSON) stream;
+// empty documents are skipped, a List's items are expanded.
+func Read(r io.Reader) ([]Object, error) {
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	var out []Object
+	for i := 1; ; i++ {
+		doc, err := dec.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(doc), 4096).Decode(&u.Object); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("document %d: %w", i, err)
+			}
+			for _, item := range list.Items {
+				out = append(out, Object{APIVersion: item.GetAPIVersion(), Kind: item.GetKind(), Name: item.GetName()})
+			}
+			continue
+		}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" {
+			return nil, fmt.Errorf("document %d: no apiVersion or kind", i)
+		}
+		out = append(out, Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName()})
+	}
+}
+
+// Gate is a feature gate's state in the cluster, from its Feature object.
+type Gate struct {
+	Stage   string
+	Enabled bool
+}
+
+// Result is the verdict on one object.
+type Result struct {
+	Object
+	Served bool
+	// Reason says why it is not served and what would serve it; empty if
+	// served.
+	Reason string
+}
+
+func (r Result) String() string {
+	id := r.APIVersion + " " + r.Kind
+	if r.Name != "" {
+		id += " " + r.Name
+	}
+	if r.Served {
+		return "ok       " + id
+	}
+	return "MISSING  " + id + ": " + r.Reason
+}
+
+// Check checks each object against the cluster's discovery; gates are the
+// cluster's Feature objects by exact gate name (may be nil: the gates'
+// states are then not reported).
+func Check(disc discovery.DiscoveryInterface, gates map[string]Gate, objs []Object) ([]Result, error) {
+	served := map[string]map[string]bool{} // group/version -> kinds; nil: not served
+	out := make([]Result, 0, len(objs))
+	for _, o := range objs {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			out = append(out, Result{Object: o, Reason: fmt.Sprintf("apiVersion %q: %v", o.APIVersion, err)})
+			continue
+		}
+		kinds, ok := served[gv.String()]
+		if !ok {
+			list, err := disc.ServerResourcesForGroupVersion(gv.String())
+			switch {
+			case apierrors.IsNotFound(err):
+				kinds = nil
+			case err != nil:
+				return nil, fmt.Errorf("discovery of %s: %w", gv, err)
+			default:
+				kinds = map[string]bool{}
+				for _, r := range list.APIResources {
+					if !strings.Contains(r.Name, "/") {
+						kinds[r.Kind] = true
+					}
+				}
+			}
+			served[gv.String()] = kinds
+		}
+		if kinds[o.Kind] {
+			out = append(out, Result{Object: o, Served: true})
+			continue
+		}
+		out = append(out, Result{Object: o, Reason: explain(gv, o.Kind, kinds != nil, gates)})
+	}
+	return out, nil
+}
+
+// explain says what would serve gv's kind.
+func explain(gv schema.GroupVersion, kind string, gvServed bool, gates map[string]Gate) string {
+	var needs []string
+	if !gvServed && RuntimeConfigOnly(gv) {
+		needs = append(needs, fmt.Sprintf("--kube-apiserver-arg=runtime-config=%s=true (not served by default)", gv))
+	}
+	for _, g := range GatesFor(gv.WithKind(kind)) {
+		s := "feature gate " + g
+		if st, ok := gates[g]; ok {
+			state := "disabled"
+			if st.Enabled {
+				state = "enabled"
+			}
+			s += fmt.Sprintf(" (%s, %s)", st.Stage, state)
+		}
+		needs = append(needs, s)
+	}
+	what := fmt.Sprintf("%s is not served", gv)
+	if gvServed {
+		what = fmt.Sprintf("%s is served but has no kind %s", gv, kind)
+	}
+	if len(needs) == 0 {
+		return what + "; no known gate or runtime-config serves it (a CRD or an aggregated API may)"
+	}
+	return what + "; needs " + strings.Join(needs, " and ")
+}
+
+// gated are the kinds whose storage kube-apiserver 1.37 adds only when a
+// feature gate is on (k8s.io/kubernetes@v1.37.2):
+//
+//	pkg/registry/certificates/rest/storage_certificates.go:90,102,121,133,152
+//	pkg/registry/lifecycle/rest/storage_coordination.go:56,68
+//	pkg/registry/scheduling/rest/storage_scheduling.go:97,109,128,140,153
+//	pkg/registry/storagemigration/rest/storage_storagemigration.go:59,78
+var gated = map[schema.GroupVersionKind][]string{
+	{Group: "certificates.k8s.io", Version: "v1", Kind: "ClusterTrustBundle"}:               {"ClusterTrustBundle"},
+	{Group: "certificates.k8s.io", Version: "v1", Kind: "PodCertificateRequest"}:            {"PodCertificateRequest"},
+	{Group: "certificates.k8s.io", Version: "v1beta1", Kind: "ClusterTrustBundle"}:          {"ClusterTrustBundle"},
+	{Group: "certificates.k8s.io", Version: "v1beta1", Kind: "PodCertificateRequest"}:       {"PodCertificateRequest"},
+	{Group: "certificates.k8s.io", Version: "v1alpha1", Kind: "ClusterTrustBundle"}:         {"ClusterTrustBundle"},
+	{Group: "lifecycle.k8s.io", Version: "v1alpha1", Kind: "Eviction"}:                      {"EvictionRequestAPI"},
+	{Group: "lifecycle.k8s.io", Version: "v1alpha1", Kind: "EvictionRequest"}:               {"EvictionRequestAPI"},
+	{Group: "scheduling.k8s.io", Version: "v1beta1", Kind: "Workload"}:                      {"GenericWorkload"},
+	{Group: "scheduling.k8s.io", Version: "v1beta1", Kind: "PodGroup"}:                      {"GenericWorkload"},
+	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "Workload"}:                     {"GenericWorkload"},
+	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "PodGroup"}:                     {"GenericWorkload"},
+	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "CompositePodGroup"}:            {"CompositePodGroup"},
+	{Group: "storagemigration.k8s.io", Version: "v1", Kind: "StorageVersionMigration"}:      {"StorageVersionMigrator"},
+	{Group: "storagemigration.k8s.io", Version: "v1beta1", Kind: "StorageVersionMigration"}: {"StorageVersionMigrator"},
+}
+
+// GatesFor returns the feature gates kube-apiserver 1.37 needs on to serve
+// gvk, or nil.
+func GatesFor(gvk schema.GroupVersionKind) []string { return gated[gvk] }
+
+// offByDefault are the alpha and beta group-versions kube-apiserver 1.37
+// does not serve unless --runtime-config enables them
+// (k8s.io/kubernetes@v1.37.2 pkg/controlplane/instance.go:490-525:
+// genericBetaAPIGroupVersionsDisabledByDefault,
+// betaAPIGroupVersionsDisabledByDefault,
+// genericAlphaAPIGroupVersionsDisabledByDefault,
+// alphaAPIGroupVersionsDisabledByDefault).
+var offByDefault = map[schema.GroupVersion]bool{
+	{Group: "admissionregistration.k8s.io", Version: "v1beta1"}:  true,
+	{Group: "authentication.k8s.io", Version: "v1beta1"}:         true,
+	{Group: "certificates.k8s.io", Version: "v1beta1"}:           true,
+	{Group: "coordination.k8s.io", Version: "v1beta1"}:           true,
+	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1"}:  true,
+	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2"}:  true,
+	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3"}:  true,
+	{Group: "storagemigration.k8s.io", Version: "v1beta1"}:       true,
+	{Group: "storage.k8s.io", Version: "v1beta1"}:                true,
+	{Group: "networking.k8s.io", Version: "v1beta1"}:             true,
+	{Group: "resource.k8s.io", Version: "v1beta1"}:               true,
+	{Group: "resource.k8s.io", Version: "v1beta2"}:               true,
+	{Group: "scheduling.k8s.io", Version: "v1beta1"}:             true,
+	{Group: "admissionregistration.k8s.io", Version: "v1alpha1"}: true,
+	{Group: "internal.apiserver.k8s.io", Version: "v1alpha1"}:    true,
+	{Group: "authentication.k8s.io", Version: "v1alpha1"}:        true,
+	{Group: "coordination.k8s.io", Version: "v1alpha2"}:          true,
+	{Group: "certificates.k8s.io", Version: "v1alpha1"}:          true,
+	{Group: "lifecycle.k8s.io", Version: "v1alpha1"}:             true,
+	{Group: "resource.k8s.io", Version: "v1alpha3"}:              true,
+	{Group: "scheduling.k8s.io", Version: "v1alpha3"}:            true,
+	{Group: "storage.k8s.io", Version: "v1alpha1"}:               true,
+}
+
+// RuntimeConfigOnly reports whether gv is a built-in alpha or beta
+// group-version kube-apiserver serves only with --runtime-config.
+func RuntimeConfigOnly(gv schema.GroupVersion) bool { return offByDefault[gv] }
+
+// KnownGates are every gate the built-in table names, sorted.
+func KnownGates() []string {
+	set := map[string]bool{}
+	for _, gs := range gated {
+		for _, g := range gs {
+			set[g] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for g := range set {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}

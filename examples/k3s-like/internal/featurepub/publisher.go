@@ -1,0 +1,332 @@
+// Package featurepub publishes the feature plan of a k3s-like server as
+// Feature objects (features.kubeharness.io/v1alpha1): it installs the CRD,
+// server-side applies one Feature per kube feature gate under the server's
+// own field manager, and deletes the Features of gates no server knows any
+// more. It runs as a harness component after every other component is ready,
+// and never fails the harness: apiserver errors are logged and retried with
+// exponential backoff until its context ends.
+package featurepub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/examples/k3s-like/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// Name is the publisher's component name in the harness.
+const Name = "feature-publisher"
+
+// kubeComponents register every gate of k8s.io/kubernetes/pkg/features (the
+// process-wide kube gate the plan describes); any other component (etcd)
+// registers none.
+var kubeComponents = map[string]bool{"kube-apiserver": true, "kube-scheduler": true, "kube-controller-manager": true}
+
+// Publisher is the harness component.
+type Publisher struct {
+	// Server is this server's identity: its entry in status.servers and
+	// its field manager, k3s-like/<Server>.
+	Server string
+	// Kubeconfig is the admin kubeconfig the server writes after the
+	// barrier (it exists before any component runs).
+	Kubeconfig string
+	// Plan returns the server's feature plan (harness.Status().Plan).
+	Plan func() *scoping.Plan
+	// Logf logs a line; nil logs nothing.
+	Logf func(format string, args ...any)
+	// Concurrency is the number of applies in flight; 0 means 8.
+	Concurrency int
+	// MaxBackoff bounds the retry delay; 0 means 30 s.
+	MaxBackoff time.Duration
+
+	mu   sync.Mutex
+	done bool
+}
+
+func (p *Publisher) Name() string                  { return Name }
+func (p *Publisher) AddFlags(*scoping.Scope) error { return nil }
+func (p *Publisher) Ready(context.Context) error   { return nil }
+func (p *Publisher) fieldManager() string          { return "k3s-like/" + p.Server }
+func (p *Publisher) logf(format string, args ...any) {
+	if p.Logf != nil {
+		p.Logf(format, args...)
+	}
+}
+
+// Published reports whether the publisher finished one full publication.
+func (p *Publisher) Published() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
+
+// Run publishes once, retrying until it succeeds or ctx ends, then waits
+// for ctx. It always returns nil: feature discovery is never a reason to
+// stop the control plane.
+func (p *Publisher) Run(ctx context.Context) error {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: p.maxBackoff()}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		n, removed, err := p.publishOnce(ctx)
+		if err == nil {
+			p.mu.Lock()
+			p.done = true
+			p.mu.Unlock()
+			p.logf("feature-publisher: %d Feature objects applied as %s, %d stale removed, in %s", n, p.fieldManager(), removed, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		d := backoff.Step()
+		p.logf("feature-publisher: attempt %d: %v; retrying in %s", attempt, err, d.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (p *Publisher) maxBackoff() time.Duration {
+	if p.MaxBackoff > 0 {
+		return p.MaxBackoff
+	}
+	return 30 * time.Second
+}
+
+func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err error) {
+	plan := p.Plan()
+	if plan == nil {
+		return 0, 0, errors.New("no feature plan yet")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
+	if err != nil {
+		return 0, 0, fmt.Errorf("kubeconfig %s: %w", p.Kubeconfig, err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "k3s-like-feature-publisher"
+	if err := InstallCRD(ctx, cfg); err != nil {
+		return 0, 0, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	features := Features(plan, p.Server)
+	if err := p.applyAll(ctx, dyn, features); err != nil {
+		return 0, 0, err
+	}
+	removed, err = p.removeStale(ctx, dyn, features)
+	return len(features), removed, err
+}
+
+// InstallCRD creates or updates the Feature CRD and waits until it is
+// Established.
+func InstallCRD(ctx context.Context, cfg *rest.Config) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(featuresv1alpha1.CRD, crd); err != nil {
+		return fmt.Errorf("embedded CRD: %w", err)
+	}
+	c, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crds := c.ApiextensionsV1().CustomResourceDefinitions()
+	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("get CRD %s: %w", crd.Name, err)
+	default:
+		existing.Spec = crd.Spec
+		existing.Labels, existing.Annotations = crd.Labels, crd.Annotations
+		if _, err := crds.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update CRD %s: %w", crd.Name, err)
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not Established: %w", crd.Name, err)
+	}
+	return nil
+}
+
+// ObjectName is the Feature object name of a gate: its name lowercased.
+func ObjectName(feature string) string { return strings.ToLower(feature) }
+
+// Features are the Feature objects this server applies: the top-level
+// fields and its own entry in status.servers.
+func Features(plan *scoping.Plan, server string) []*featuresv1alpha1.Feature {
+	states := plan.FeatureStates()
+	out := make([]*featuresv1alpha1.Feature, 0, len(states))
+	for _, fs := range states {
+		byComponent := map[string]scoping.Request{}
+		for _, r := range fs.Requests {
+			byComponent[r.Component] = r
+		}
+		var comps []featuresv1alpha1.ComponentFeature
+		for _, c := range plan.Components {
+			r := byComponent[c]
+			comps = append(comps, featuresv1alpha1.ComponentFeature{Name: c, Registers: kubeComponents[c], Value: r.Value, Flag: r.Flag})
+		}
+		f := &featuresv1alpha1.Feature{
+			TypeMeta:   metav1.TypeMeta{APIVersion: featuresv1alpha1.SchemeGroupVersion.String(), Kind: "Feature"},
+			ObjectMeta: metav1.ObjectMeta{Name: ObjectName(fs.Name)},
+			Status: featuresv1alpha1.FeatureStatus{
+				Name:             fs.Name,
+				Stage:            fs.Stage,
+				Default:          fs.Default,
+				Enabled:          fs.Enabled,
+				LockedToDefault:  fs.LockedToDefault,
+				EmulationVersion: plan.EmulationVersion,
+				BinaryVersion:    plan.BinaryVersion,
+				SetBy:            SetBy(fs),
+				Servers: []featuresv1alpha1.ServerFeature{{
+					Server:           server,
+					Enabled:          fs.Enabled,
+					Stage:            fs.Stage,
+					EmulationVersion: plan.EmulationVersion,
+					Components:       comps,
+				}},
+			},
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// SetBy is the SET-BY column: component=value for each component that set
+// the gate by flag, else the plan's source (default, emulated-version).
+func SetBy(fs scoping.FeatureState) string {
+	if len(fs.Requests) == 0 {
+		return string(fs.Source)
+	}
+	parts := make([]string, 0, len(fs.Requests))
+	for _, r := range fs.Requests {
+		parts = append(parts, r.Component+"="+r.Value)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) error {
+	n := p.Concurrency
+	if n <= 0 {
+		n = 8
+	}
+	res := dyn.Resource(featuresv1alpha1.Resource)
+	sem := make(chan struct{}, n)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	force := true
+	for _, f := range features {
+		body, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func(name string, body []byte) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, err := res.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: p.fieldManager(), Force: &force})
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("apply Feature %s: %w", name, err))
+				mu.Unlock()
+			}
+		}(f.Name, body)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d applies failed, first: %w", len(errs), len(features), errs[0])
+	}
+	return nil
+}
+
+// removeStale deletes the Features of gates this server does not know and
+// no other server reports; a gate only this server reported before loses
+// the object, one another server still reports keeps it.
+func (p *Publisher) removeStale(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) (int, error) {
+	known := map[string]bool{}
+	for _, f := range features {
+		known[f.Name] = true
+	}
+	res := dyn.Resource(featuresv1alpha1.Resource)
+	list, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list Features: %w", err)
+	}
+	removed := 0
+	for _, item := range list.Items {
+		if known[item.GetName()] || reportedByOther(item, p.Server) {
+			continue
+		}
+		uid := item.GetUID()
+		err := res.Delete(ctx, item.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return removed, fmt.Errorf("delete stale Feature %s: %w", item.GetName(), err)
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+func reportedByOther(item unstructured.Unstructured, self string) bool {
+	servers, _, _ := unstructured.NestedSlice(item.Object, "status", "servers")
+	for _, s := range servers {
+		m, ok := s.(map[string]any)
+		if !ok {
+			continue
+		}
+		if name, _ := m["server"].(string); name != "" && name != self {
+			return true
+		}
+	}
+	return false
+}
