@@ -156,16 +156,8 @@ func (p *Plan) FeatureStates() []FeatureState {
 // MarshalJSON encodes the plan with its feature states.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	p.FeatureStates()
-	type plain struct {
-		BinaryVersion           string          `json:"binaryVersion"`
-		EmulationVersion        string          `json:"emulationVersion"`
-		MinCompatibilityVersion string          `json:"minCompatibilityVersion"`
-		Components              []string        `json:"components"`
-		Features                []FeatureState  `json:"features"`
-		Logging                 LoggingSettings `json:"logging,omitempty"`
-		Warnings                []string        `json:"warnings,omitempty"`
-	}
-	return json.Marshal(plain{p.BinaryVersion, p.EmulationVersion, p.MinCompatibilityVersion, p.Components, p.Features, p.Logging, p.Warnings})
+	type fields Plan // the same fields, without this method
+	return json.Marshal((*fields)(p))
 }
 
 // Reconcile builds the plan from every scope of the barrier; all must have

@@ -211,45 +211,9 @@ func TestServerRunsPodsStopsAndRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := s.client()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
-	_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// A schedulable node: Ready, with capacity.
-	node.Status = corev1.NodeStatus{
-		Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
-
-	labels := map[string]string{"app": "web"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.invalid/web:1"}}},
-			},
-		},
-	}
+	createReadyNode(ctx, t, c, "node-1")
 	created := time.Now()
-	_, err = c.AppsV1().Deployments("default").Create(ctx, deploy, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-		if err != nil || len(pods.Items) != 3 {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "node-1" {
-				return false
-			}
-		}
-		return true
-	}, 60*time.Second, 250*time.Millisecond, "3 Pods bound to node-1")
+	deployAndWaitBound(ctx, t, c, "web", 3, "node-1")
 	t.Logf("Deployment created to 3 Pods bound: %s", time.Since(created))
 	caBefore, err := os.ReadFile(filepath.Join(dataDir, "tls", "server-ca.crt"))
 	require.NoError(t, err)
@@ -481,4 +445,50 @@ func TestFileModes(t *testing.T) {
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(10 * time.Second)
 	assert.Equal(t, 0, code)
+}
+
+// createReadyNode creates a Node object that the scheduler can bind to:
+// Ready, with capacity.
+func createReadyNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	require.NoError(t, err)
+	capacity := corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")}
+	node.Status = corev1.NodeStatus{
+		Capacity:    capacity,
+		Allocatable: capacity,
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// deployAndWaitBound creates a Deployment and waits (60 s at most) until
+// all its Pods exist and are bound to node.
+func deployAndWaitBound(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, replicas int32, node string) {
+	labels := map[string]string{"app": name}
+	_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil || len(pods.Items) != int(replicas) {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != node {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 250*time.Millisecond, "%d Pods of %s bound to %s", replicas, name, node)
 }

@@ -13,12 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/server/v3/embed"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components"
 )
@@ -120,41 +117,8 @@ func TestHA(t *testing.T) {
 	}, 30*time.Second, 250*time.Millisecond, "the survivor takes over both leases")
 	t.Logf("kill to takeover of both leases: %s", time.Since(killed))
 
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-ha"}}
-	_, err = c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	require.NoError(t, err)
-	node.Status = corev1.NodeStatus{
-		Capacity:    corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")},
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	labels := map[string]string{"app": "after-failover"}
-	_, err = c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "after-failover", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/c:1"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=after-failover"})
-		if err != nil || len(pods.Items) != 2 {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "node-ha" {
-				return false
-			}
-		}
-		return true
-	}, 60*time.Second, 250*time.Millisecond, "scheduling continues on the survivor")
+	createReadyNode(ctx, t, c, "node-ha")
+	deployAndWaitBound(ctx, t, c, "after-failover", 2, "node-ha") // scheduling continues on the survivor
 
 	require.NoError(t, survivor.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := survivor.wait(15 * time.Second)
