@@ -107,20 +107,10 @@ type run struct {
 // or *PhaseError), first failure first. If a parse fails or the barrier finds
 // conflicts, no component's Run is ever called. Run may be called once.
 func (h *Harness) Run(ctx context.Context) error {
-	h.mu.Lock()
-	if h.running || h.phase == PhaseDone {
-		h.mu.Unlock()
-		return errors.New("harness: Run called twice")
+	r, err := h.begin(ctx, "Run")
+	if err != nil {
+		return err
 	}
-	h.running = true
-	log := h.Logger
-	if log.GetSink() == nil {
-		log = klog.Background()
-	}
-	h.mu.Unlock()
-
-	r := &run{h: h, log: log, ctx: ctx}
-	r.runCtx, r.fail = context.WithCancelCause(ctx)
 	defer r.fail(nil)
 
 	phases := []struct {
@@ -146,7 +136,7 @@ func (h *Harness) Run(ctx context.Context) error {
 	h.mu.Lock()
 	h.phase, h.running = PhaseDone, false
 	h.mu.Unlock()
-	log.Info("Harness done", "errors", len(r.errs))
+	r.log.Info("Harness done", "errors", len(r.errs))
 	return errors.Join(r.errs...)
 }
 
@@ -156,24 +146,15 @@ func (h *Harness) Run(ctx context.Context) error {
 // nothing and runs nothing. A harness that dry-ran cannot Run: the scopes it
 // parsed are spent; build a new one.
 func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
-	h.mu.Lock()
-	if h.running || h.phase != "" {
-		h.mu.Unlock()
-		return nil, errors.New("harness: DryRun after Run or DryRun")
+	r, err := h.begin(ctx, "DryRun")
+	if err != nil {
+		return nil, err
 	}
-	h.running = true
-	log := h.Logger
-	if log.GetSink() == nil {
-		log = klog.Background()
-	}
-	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		h.phase, h.running = PhaseDone, false
 		h.mu.Unlock()
 	}()
-	r := &run{h: h, log: log, ctx: ctx}
-	r.runCtx, r.fail = context.WithCancelCause(ctx)
 	defer r.fail(nil)
 	for _, do := range []struct {
 		phase Phase
@@ -194,6 +175,24 @@ func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
 	h.plan = plan
 	h.mu.Unlock()
 	return plan, nil
+}
+
+// begin marks the harness as running — once: a harness runs or dry-runs
+// one time — and returns the state of this run, its logger defaulted.
+func (h *Harness) begin(ctx context.Context, what string) (*run, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.running || h.phase != "" {
+		return nil, fmt.Errorf("harness: %s after Run or DryRun: a harness runs once", what)
+	}
+	h.running = true
+	log := h.Logger
+	if log.GetSink() == nil {
+		log = klog.Background()
+	}
+	r := &run{h: h, log: log, ctx: ctx}
+	r.runCtx, r.fail = context.WithCancelCause(ctx)
+	return r, nil
 }
 
 func (r *run) timed(p Phase, do func() error) error {
