@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,19 +17,21 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Barrier creates the scopes of one process and, once all of them parsed,
-// reconciles them into a Plan and applies it to the Target once.
-// Create one per process (per control-plane start) with NewBarrier.
+// Barrier creates the scopes of one control-plane start and, once all of
+// them parsed, reconciles them into a Plan and applies it to the Target
+// once. Create one per start with NewBarrier; a process may start (and so
+// create barriers) several times, one after another.
 type Barrier struct {
-	target   Target
-	pristine featuregate.MutableVersionedFeatureGate
-	known    []featuregate.Feature // every feature of the pristine gate
-	baseSet  map[string]bool       // features already set explicitly in the pristine gate, resolved
-	logger   logr.Logger
+	target        Target
+	pristine      featuregate.MutableVersionedFeatureGate // the process defaults
+	pristineSpecs map[featuregate.Feature]featuregate.VersionedSpecs
+	known         []featuregate.Feature // every feature of the pristine gate
+	logger        logr.Logger
 
 	mu      sync.Mutex
 	scopes  []*Scope
 	applied bool
+	plan    *Plan // the applied plan
 }
 
 // Option configures a Barrier.
@@ -38,25 +41,52 @@ type Option func(*Barrier)
 // klog.Background().
 func WithLogger(l logr.Logger) Option { return func(b *Barrier) { b.logger = l } }
 
-// NewBarrier takes a pristine deep copy of the target gate — the base every
-// scope copies — so call it before anything sets or closes the process gate.
+// NewBarrier takes a copy of the target gate at the process defaults — the
+// base every scope copies: every explicitly set value reset to its default,
+// the emulated and min-compatibility versions at the binary's defaults. So
+// a second start in one process is computed from the defaults, not from what
+// an earlier start applied: the barrier owns the explicit values of the
+// process gate. Defaults overridden on the process gate (OverrideDefault)
+// are kept: they are the process defaults. Call it before anything closes
+// the process gate.
 func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	b := &Barrier{target: t, pristine: t.Gate.DeepCopy(), logger: klog.Background()}
-	b.baseSet = map[string]bool{}
-	resolved := resolvedValues(b.pristine)
-	for name := range b.pristine.GetAllVersioned() {
-		b.known = append(b.known, name)
-		if b.pristine.ExplicitlySet(name) {
-			b.baseSet[string(name)] = resolved[string(name)]
-		}
+	pristine := t.Gate.DeepCopy()
+	if err := resetGate(pristine, t.NewEffectiveVersion()); err != nil {
+		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
 	}
+	b := &Barrier{target: t, pristine: pristine, pristineSpecs: pristine.GetAllVersioned(), logger: klog.Background()}
+	for name := range b.pristineSpecs {
+		b.known = append(b.known, name)
+	}
+	sort.Slice(b.known, func(i, j int) bool { return b.known[i] < b.known[j] })
 	for _, o := range opts {
 		o(b)
 	}
 	return b, nil
+}
+
+// resetGate resets every value set on g (explicitly, or through AllAlpha and
+// AllBeta) to its default and sets g's versions to ev's.
+func resetGate(g featuregate.MutableVersionedFeatureGate, ev basecompat.EffectiveVersion) error {
+	var explicit, implied []featuregate.Feature
+	resolved := resolvedValues(g)
+	for name := range g.GetAllVersioned() {
+		switch _, set := resolved[string(name)]; {
+		case g.ExplicitlySet(name):
+			explicit = append(explicit, name)
+		case set:
+			implied = append(implied, name)
+		}
+	}
+	for _, name := range append(explicit, implied...) {
+		if err := g.ResetFeatureValueToDefault(name); err != nil {
+			return fmt.Errorf("resetting %s: %w", name, err)
+		}
+	}
+	return g.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion())
 }
 
 // NewScope creates the scope of one component. Names must be unique and
@@ -105,6 +135,9 @@ const (
 	// SourceEmulatedVersion: nobody set it, and its default at the emulated
 	// version differs from its default at the binary version.
 	SourceEmulatedVersion Source = "emulated-version"
+	// SourceCode: a component's own code set it, or overrode its default, in
+	// the component's scope (and no component set it by flag).
+	SourceCode Source = "code"
 )
 
 // FeatureState is one kube feature in the reconciled plan.
@@ -131,9 +164,10 @@ type Plan struct {
 	Logging  LoggingSettings `json:"logging,omitempty"`
 	Warnings []string        `json:"warnings,omitempty"`
 
-	barrier   *Barrier
-	emu, min  *version.Version
-	overrides map[string]bool
+	barrier         *Barrier
+	emu, min        *version.Version
+	overrides       map[string]bool
+	loggingRequests map[string][]Request
 
 	featuresOnce sync.Once
 	candidate    featuregate.MutableVersionedFeatureGate // the reconciled gate, a copy
@@ -165,6 +199,12 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 // min-compatibility version, or of a logging setting, and settings that are
 // valid alone but not together, come back at once as a *ConflictError.
 // Reconcile changes nothing; Plan.Apply does.
+//
+// It works in steps, each returning its own conflicts: collect every
+// scope's requests (its flags, and what its code changed in its gate);
+// resolve the versions; agree on logging; expand AllAlpha and AllBeta into
+// the features they stand for at the resolved versions; agree per feature;
+// then validate the agreed features together at the resolved versions.
 func (b *Barrier) Reconcile() (*Plan, error) {
 	b.mu.Lock()
 	scopes := append([]*Scope(nil), b.scopes...)
@@ -173,137 +213,255 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	if applied {
 		return nil, ErrAlreadyApplied
 	}
-	features := map[string][]Request{}
-	var emulated, minCompat []Request
-	logging := map[string][]Request{}
-	p := &Plan{barrier: b, overrides: map[string]bool{}, Logging: LoggingSettings{}}
-	for _, s := range scopes {
-		s.mu.Lock()
-		state, req := s.state, s.requests
-		s.mu.Unlock()
-		if state != scopeParsed {
-			return nil, fmt.Errorf("scoping: component %s has not parsed its arguments", s.name)
-		}
-		p.Components = append(p.Components, s.name)
-		for name, r := range req.Features {
-			features[name] = append(features[name], r)
-		}
-		if req.EmulatedVersion != nil {
-			emulated = append(emulated, *req.EmulatedVersion)
-		}
-		if req.MinCompatibilityVersion != nil {
-			minCompat = append(minCompat, *req.MinCompatibilityVersion)
-		}
-		for name, r := range req.Logging {
-			logging[name] = append(logging[name], r)
-		}
+	c, err := collect(scopes)
+	if err != nil {
+		return nil, err
 	}
-
-	var conflicts []*Conflict
-	agree := func(kind ConflictKind, setting string, rs []Request) (string, bool) {
-		sortRequests(rs)
-		for _, r := range rs[1:] {
-			if r.Value != rs[0].Value {
-				conflicts = append(conflicts, &Conflict{Kind: kind, Setting: setting, Requests: rs})
-				return "", false
-			}
-		}
-		return rs[0].Value, true
+	p := &Plan{barrier: b, overrides: map[string]bool{}, Logging: LoggingSettings{}, Components: c.components, loggingRequests: c.logging}
+	versionConflicts := p.resolveVersions(c)
+	conflicts := append(versionConflicts, p.agreeLogging(c)...)
+	if len(versionConflicts) == 0 {
+		// Which features AllAlpha and AllBeta stand for depends on the version.
+		expandAll(c, p.atVersions())
 	}
-	for _, name := range sortedKeys(features) {
-		if v, ok := agree(FeatureGateConflict, fmt.Sprintf("feature gate %q", name), features[name]); ok {
-			p.overrides[name], _ = strconv.ParseBool(v)
-		}
-	}
-	current := b.targetVersion()
-	emuVer, minVer := current.EmulationVersion(), current.MinCompatibilityVersion()
-	emuOK, minOK := true, true
-	if len(emulated) > 0 {
-		var v string
-		if v, emuOK = agree(EmulatedVersionConflict, "--emulated-version", emulated); emuOK {
-			emuVer = version.MustParse(v)
-		}
-	}
-	if len(minCompat) > 0 {
-		var v string
-		if v, minOK = agree(MinCompatibilityVersionConflict, "--min-compatibility-version", minCompat); minOK {
-			minVer = version.MustParse(v)
-		}
-	}
-	for _, name := range loggingFlags {
-		if rs := logging[name]; len(rs) > 0 {
-			if v, ok := agree(LoggingConflict, "--"+name, rs); ok {
-				p.Logging[name] = v
-			}
-		}
-	}
-
-	if emuOK && minOK {
-		// With features already in conflict, the rest of the set would be judged
+	featureConflicts := p.agreeFeatures(c)
+	conflicts = append(conflicts, featureConflicts...)
+	if len(versionConflicts) == 0 && len(featureConflicts) == 0 {
+		// With features or versions in conflict, the set would be judged
 		// without them; that only adds noise, so judge it once they agree.
-		featuresAgree := len(conflicts) == 0 || conflicts[0].Kind != FeatureGateConflict
-		conflicts = append(conflicts, p.checkCombination(emuVer, minVer, emulated, minCompat, features, featuresAgree)...)
+		conflicts = append(conflicts, p.checkCombination(c)...)
 	}
 	if len(conflicts) > 0 {
 		return nil, &ConflictError{Conflicts: conflicts}
 	}
-	p.warn(emulated)
+	p.warn(c.emulated)
 	return p, nil
 }
 
-// checkCombination validates the reconciled versions and features together,
-// on copies: the versions against upstream's ranges, the overrides against
-// the gate at the reconciled versions. It fills in the plan's versions and
-// features when they fit.
-func (p *Plan) checkCombination(emuVer, minVer *version.Version, emulated, minCompat []Request, features map[string][]Request, featuresAgree bool) []*Conflict {
-	b := p.barrier
-	ev := b.target.NewEffectiveVersion()
-	// Setting the emulated version derives min-compatibility from it, as
-	// upstream does; an explicit min-compatibility (or, when nobody changes
-	// the emulated version, the current one) overrides that.
-	ev.SetEmulationVersion(emuVer)
-	if len(emulated) == 0 || len(minCompat) > 0 {
-		ev.SetMinCompatibilityVersion(minVer)
+// collected is every request of every scope, by setting.
+type collected struct {
+	components []string
+	features   map[string][]Request
+	emulated   []Request
+	minCompat  []Request
+	logging    map[string][]Request
+}
+
+// collect gathers each parsed scope's requests: its flags (recorded by
+// Parse) and what its code changed in its gate (read now).
+func collect(scopes []*Scope) (*collected, error) {
+	c := &collected{features: map[string][]Request{}, logging: map[string][]Request{}}
+	for _, s := range scopes {
+		s.mu.Lock()
+		state, req := s.state, s.requests
+		var code map[string]Request
+		if state == scopeParsed {
+			code = s.codeRequests(req.Features)
+		}
+		s.mu.Unlock()
+		if state != scopeParsed {
+			return nil, fmt.Errorf("scoping: component %s has not parsed its arguments", s.name)
+		}
+		c.components = append(c.components, s.name)
+		for _, m := range []map[string]Request{req.Features, code} {
+			for name, r := range m {
+				c.features[name] = append(c.features[name], r)
+			}
+		}
+		if req.EmulatedVersion != nil {
+			c.emulated = append(c.emulated, *req.EmulatedVersion)
+		}
+		if req.MinCompatibilityVersion != nil {
+			c.minCompat = append(c.minCompat, *req.MinCompatibilityVersion)
+		}
+		for name, r := range req.Logging {
+			c.logging[name] = append(c.logging[name], r)
+		}
 	}
-	versionReqs := append(append([]Request(nil), emulated...), minCompat...)
-	sortRequests(versionReqs)
+	return c, nil
+}
+
+// agree sorts the requests for one setting and returns their common value,
+// or a conflict when they differ.
+func agree(kind ConflictKind, setting string, rs []Request) (string, *Conflict) {
+	sortRequests(rs)
+	for _, r := range rs[1:] {
+		if r.Value != rs[0].Value {
+			return "", &Conflict{Kind: kind, Setting: setting, Requests: rs}
+		}
+	}
+	return rs[0].Value, nil
+}
+
+// resolveVersions agrees on the kube emulated and min-compatibility versions
+// (starting from the binary's defaults, not from what an earlier start
+// applied) and checks them against upstream's ranges. It sets the plan's
+// versions.
+func (p *Plan) resolveVersions(c *collected) []*Conflict {
+	ev := p.barrier.target.NewEffectiveVersion()
+	var conflicts []*Conflict
+	if len(c.emulated) > 0 {
+		v, conflict := agree(EmulatedVersionConflict, "--emulated-version", c.emulated)
+		if conflict != nil {
+			conflicts = append(conflicts, conflict)
+		} else {
+			// Setting the emulated version derives min-compatibility from it,
+			// as upstream does; an explicit min-compatibility overrides that.
+			ev.SetEmulationVersion(version.MustParse(v))
+		}
+	}
+	if len(c.minCompat) > 0 {
+		v, conflict := agree(MinCompatibilityVersionConflict, "--min-compatibility-version", c.minCompat)
+		if conflict != nil {
+			conflicts = append(conflicts, conflict)
+		} else {
+			ev.SetMinCompatibilityVersion(version.MustParse(v))
+		}
+	}
+	if len(conflicts) > 0 {
+		return conflicts
+	}
 	if errs := ev.Validate(); len(errs) > 0 {
+		versionReqs := append(append([]Request(nil), c.emulated...), c.minCompat...)
+		sortRequests(versionReqs)
 		return []*Conflict{{Kind: MinCompatibilityVersionConflict, Setting: "--emulated-version/--min-compatibility-version", Requests: versionReqs, Reason: errors.Join(errs...).Error()}}
 	}
 	p.BinaryVersion = ev.BinaryVersion().String()
 	p.emu, p.min = ev.EmulationVersion(), ev.MinCompatibilityVersion()
 	p.EmulationVersion, p.MinCompatibilityVersion = p.emu.String(), p.min.String()
+	return nil
+}
 
-	candidate := b.target.Gate.DeepCopy()
-	if err := candidate.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
-		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
-			Reason: "the process feature gate's settings are not valid at this version: " + err.Error()}}
+// atVersions is a copy of the base gate at the plan's versions, or nil when
+// they do not fit it.
+func (p *Plan) atVersions() featuregate.MutableVersionedFeatureGate {
+	g := p.barrier.pristine.DeepCopy()
+	if err := g.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
+		return nil // checkCombination reports it
 	}
-	if !featuresAgree {
-		return nil
+	return g
+}
+
+// agreeLogging agrees on -v, --vmodule and --logging-format.
+func (p *Plan) agreeLogging(c *collected) []*Conflict {
+	var conflicts []*Conflict
+	for _, name := range loggingFlags {
+		if rs := c.logging[name]; len(rs) > 0 {
+			if v, conflict := agree(LoggingConflict, "--"+name, rs); conflict != nil {
+				conflicts = append(conflicts, conflict)
+			} else {
+				p.Logging[name] = v
+			}
+		}
+	}
+	return conflicts
+}
+
+// The special features of every feature gate: one value for every feature
+// at a stage that is not set explicitly.
+const (
+	allAlpha = "AllAlpha"
+	allBeta  = "AllBeta"
+)
+
+// expandAll turns each component's AllAlpha/AllBeta request into a request
+// for every feature at that stage at the plan's versions that the component
+// did not set itself, as upstream's gate resolves it: a component asking for
+// "all alpha on" asks for each alpha feature, so another component setting
+// one of them the other way is a conflict. The expanded requests carry the
+// AllAlpha/AllBeta flag and Via; they are not overrides of their own.
+// Components that disagree on AllAlpha itself are one conflict, not one per
+// feature: that request is not expanded.
+func expandAll(c *collected, g featuregate.MutableVersionedFeatureGate) {
+	if g == nil {
+		return
+	}
+	var specs map[featuregate.Feature]featuregate.FeatureSpec
+	for _, special := range []string{allAlpha, allBeta} {
+		rs := c.features[special]
+		if len(rs) == 0 {
+			continue
+		}
+		if _, conflict := agree(FeatureGateConflict, "", slices.Clone(rs)); conflict != nil {
+			continue
+		}
+		if specs == nil {
+			specs = g.GetAll()
+		}
+		stage := featuregate.Alpha
+		if special == allBeta {
+			stage = featuregate.Beta
+		}
+		for _, r := range rs {
+			for name, spec := range specs {
+				if spec.PreRelease != stage || name == allAlpha || name == allBeta {
+					continue
+				}
+				own := slices.ContainsFunc(c.features[string(name)], func(o Request) bool { return o.Component == r.Component && o.Via == "" })
+				if !own {
+					implied := r
+					implied.Via = special
+					c.features[string(name)] = append(c.features[string(name)], implied)
+				}
+			}
+		}
+	}
+}
+
+// agreeFeatures agrees per kube feature. Only requests a component made for
+// the feature itself become overrides; those implied by AllAlpha/AllBeta
+// need only agree.
+func (p *Plan) agreeFeatures(c *collected) []*Conflict {
+	var conflicts []*Conflict
+	for _, name := range sortedKeys(c.features) {
+		rs := c.features[name]
+		v, conflict := agree(FeatureGateConflict, fmt.Sprintf("feature gate %q", name), rs)
+		if conflict != nil {
+			conflicts = append(conflicts, conflict)
+			continue
+		}
+		if slices.ContainsFunc(rs, func(r Request) bool { return r.Via == "" }) {
+			p.overrides[name], _ = strconv.ParseBool(v)
+		}
+	}
+	p.requests = c.features
+	return conflicts
+}
+
+// checkCombination validates the agreed features together at the resolved
+// versions, on a copy of the base gate; each feature that does not fit is
+// a conflict naming who asked for it and who set the versions. It keeps the
+// reconciled gate for the plan's feature table.
+func (p *Plan) checkCombination(c *collected) []*Conflict {
+	versionReqs := append(append([]Request(nil), c.emulated...), c.minCompat...)
+	sortRequests(versionReqs)
+	candidate := p.atVersions()
+	if candidate == nil {
+		err := p.barrier.pristine.DeepCopy().SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min)
+		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
+			Reason: fmt.Sprintf("the process feature gate's settings are not valid at this version: %v", err)}}
 	}
 	if err := candidate.SetFromMap(p.overrides); err != nil {
 		// SetFromMap keeps the raw values even when it fails: attribute the
 		// failure feature by feature on fresh copies at the reconciled versions.
 		var conflicts []*Conflict
 		for _, name := range sortedKeys(p.overrides) {
-			one := b.target.Gate.DeepCopy()
-			_ = one.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min) // succeeded on candidate above
-			if ferr := one.SetFromMap(map[string]bool{name: p.overrides[name]}); ferr != nil {
-				rs := append(append([]Request(nil), features[name]...), versionReqs...)
+			if ferr := p.atVersions().SetFromMap(map[string]bool{name: p.overrides[name]}); ferr != nil {
+				rs := append(append([]Request(nil), c.features[name]...), versionReqs...)
 				conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: fmt.Sprintf("feature gate %q", name), Requests: rs, Reason: ferr.Error()})
 			}
 		}
 		if len(conflicts) == 0 { // only the set as a whole fails: dependencies between features
 			var rs []Request
 			for _, name := range sortedKeys(p.overrides) {
-				rs = append(rs, features[name]...)
+				rs = append(rs, c.features[name]...)
 			}
+			sortRequests(rs)
 			conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: "feature gates", Requests: rs, Reason: err.Error()})
 		}
 		return conflicts
 	}
-	p.candidate, p.requests = candidate, features
+	p.candidate = candidate
 	return nil
 }
 
@@ -347,8 +505,10 @@ func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, 
 			Requests:        features[string(name)],
 		}
 		switch {
-		case len(fs.Requests) > 0:
+		case slices.ContainsFunc(fs.Requests, func(r Request) bool { return r.Source != SourceCode }):
 			fs.Source = SourceFlag
+		case len(fs.Requests) > 0:
+			fs.Source = SourceCode
 		case atBinary[name].Default != spec.Default:
 			fs.Source = SourceEmulatedVersion
 		}
@@ -418,23 +578,24 @@ func (p *Plan) Apply() error {
 	if len(b.scopes) != len(p.Components) {
 		return fmt.Errorf("scoping: %d scopes exist but the plan reconciled %d; reconcile again", len(b.scopes), len(p.Components))
 	}
+	defaults := b.target.NewEffectiveVersion()
 	check := b.target.Gate.DeepCopy()
-	if err := setGate(check, p); err != nil {
+	if err := resetAndSet(check, defaults, p); err != nil {
 		return fmt.Errorf("scoping: the process feature gate changed since the plan was made and no longer accepts it: %w", err)
 	}
 	if b.target.ApplyLogging != nil {
 		if err := b.target.ApplyLogging(p.Logging); err != nil {
-			return fmt.Errorf("scoping: applying logging settings %v: %w", map[string]string(p.Logging), err)
+			return &LoggingError{Settings: p.loggingRequests, Err: err}
 		}
 	}
 	// Validated on an identical copy: these cannot fail now.
-	if err := setGate(b.target.Gate, p); err != nil {
+	if err := resetAndSet(b.target.Gate, defaults, p); err != nil {
 		return fmt.Errorf("scoping: applying the process feature gate: %w", err)
 	}
 	setVersion(b.targetVersion(), p)
 	for _, s := range b.scopes {
 		s.mu.Lock()
-		err := setGate(s.gate, p)
+		err := resetAndSet(s.gate, defaults, p)
 		setVersion(s.effective, p)
 		s.state = scopeSealed
 		s.mu.Unlock()
@@ -442,10 +603,19 @@ func (p *Plan) Apply() error {
 			return fmt.Errorf("scoping: applying to %s's gate: %w", s.name, err)
 		}
 	}
-	b.applied = true
+	b.applied, b.plan = true, p
 	b.logger.Info("Barrier applied", "components", p.Components, "emulationVersion", p.EmulationVersion,
 		"minCompatibilityVersion", p.MinCompatibilityVersion, "overrides", len(p.overrides))
 	return nil
+}
+
+// resetAndSet puts the process gate back at its defaults (what an earlier
+// start set is not inherited), then sets the plan.
+func resetAndSet(g featuregate.MutableVersionedFeatureGate, defaults basecompat.EffectiveVersion, p *Plan) error {
+	if err := resetGate(g, defaults); err != nil {
+		return err
+	}
+	return setGate(g, p)
 }
 
 func setGate(g featuregate.MutableVersionedFeatureGate, p *Plan) error {

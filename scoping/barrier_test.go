@@ -124,7 +124,7 @@ func TestReconcile(t *testing.T) {
 		},
 		wantConflicts: map[string][]string{`feature gate "NewIn137"`: {scheduler, apiserver}},
 	}, {
-		name: "a feature one component enables depends on one another disables",
+		name: "a feature and its dependency in one component, the dependency also enabled in another",
 		args: map[string][]string{
 			apiserver: {fg("NeedsAlpha=true", "AlphaA=true")},
 			scheduler: {},
@@ -132,6 +132,69 @@ func TestReconcile(t *testing.T) {
 		},
 		want:          map[string]bool{NeedsAlpha: true, AlphaA: true, BetaOn: true, LockedGA: true},
 		wantEmulation: "1.37", wantMinCompat: "1.36",
+	}, {
+		// Each is valid alone (BetaOn is on by default for the apiserver; the
+		// controller-manager does not enable NeedsBeta): only together do they
+		// break the dependency.
+		name: "a feature one component enables depends on one another disables",
+		args: map[string][]string{
+			apiserver: {fg("NeedsBeta=true")},
+			scheduler: {},
+			kcm:       {fg("BetaOn=false")},
+		},
+		wantConflicts: map[string][]string{"feature gates": {apiserver, kcm}},
+	}, {
+		name: "AllAlpha in one component, one of its features the same way in another",
+		args: map[string][]string{
+			apiserver: {fg("AllAlpha=true")},
+			scheduler: {fg("AlphaA=true")},
+			kcm:       {},
+		},
+		want:          map[string]bool{AlphaA: true, AlphaB: true, AlphaC: true, NeedsAlpha: true, NeedsBeta: true, NewIn137: true, BetaOn: true, LockedGA: true},
+		wantEmulation: "1.37", wantMinCompat: "1.36",
+	}, {
+		name: "AllAlpha=true in one component, an alpha feature off in another",
+		args: map[string][]string{
+			apiserver: {fg("AllAlpha=true")},
+			scheduler: {fg("AlphaC=false")},
+			kcm:       {},
+		},
+		wantConflicts: map[string][]string{`feature gate "AlphaC"`: {apiserver, scheduler}},
+	}, {
+		name: "AllBeta=false in one component, a beta feature on in another",
+		args: map[string][]string{
+			apiserver: {},
+			scheduler: {fg("BetaOn=true")},
+			kcm:       {fg("AllBeta=false")},
+		},
+		wantConflicts: map[string][]string{`feature gate "BetaOn"`: {kcm, scheduler}},
+	}, {
+		name: "AllBeta=false alone turns every beta feature off in every view",
+		args: map[string][]string{
+			apiserver: {},
+			scheduler: {},
+			kcm:       {fg("AllBeta=false")},
+		},
+		want:          map[string]bool{LockedGA: true},
+		wantEmulation: "1.37", wantMinCompat: "1.36",
+	}, {
+		name: "AllAlpha itself in conflict is one conflict, not one per alpha feature",
+		args: map[string][]string{
+			apiserver: {fg("AllAlpha=true")},
+			scheduler: {fg("AllAlpha=false")},
+			kcm:       {fg("AlphaA=false")},
+		},
+		wantConflicts: map[string][]string{`feature gate "AllAlpha"`: {apiserver, scheduler}},
+	}, {
+		name: "AllAlpha is expanded at the reconciled emulated version",
+		args: map[string][]string{
+			apiserver: {fg("AllAlpha=true")},
+			scheduler: {"--emulated-version=1.36"},
+			kcm:       {},
+		},
+		// NewIn137 does not exist at 1.36; BetaOn is beta (on) at 1.36.
+		want:          map[string]bool{AlphaA: true, AlphaB: true, AlphaC: true, NeedsAlpha: true, NeedsBeta: true, BetaOn: true, LockedGA: true},
+		wantEmulation: "1.36", wantMinCompat: "1.35",
 	}, {
 		name: "dependencies across components: enabled in one, its dependency disabled in another",
 		args: map[string][]string{
@@ -345,15 +408,31 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		parseAll(t, b, map[string][]string{apiserver: {fg("AlphaA=true"), "--emulated-version=1.36"}}, apiserver)
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		// Someone outside the barrier enables a feature on the process gate that
-		// does not exist at the version the plan emulates.
-		require.NoError(t, target.Gate.SetFromMap(map[string]bool{NewIn137: true}))
+		// Someone outside the barrier makes AlphaA depend on AlphaB on the
+		// process gate: the plan (AlphaA on, AlphaB off) no longer fits.
+		require.NoError(t, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{AlphaA: {AlphaB}}))
+		require.NoError(t, target.Gate.SetFromMap(map[string]bool{AlphaC: true}))
 		before := gateState(target.Gate, testFeatures())
 		assert.ErrorContains(t, plan.Apply(), "changed since the plan was made")
 		assert.Equal(t, before, gateState(target.Gate, testFeatures()))
 		assert.Equal(t, "1.37", target.Gate.EmulationVersion().String())
 		assert.False(t, target.Gate.ExplicitlySet(AlphaA))
+		assert.True(t, target.Gate.ExplicitlySet(AlphaC), "a failed Apply does not even reset")
 		assert.False(t, b.Applied())
+	})
+	t.Run("values set on the process gate outside the barrier are reset", func(t *testing.T) {
+		target := newTarget(t, testFeatures())
+		require.NoError(t, target.Gate.SetFromMap(map[string]bool{AlphaC: true, "AllBeta": false}))
+		b, err := scoping.NewBarrier(target)
+		require.NoError(t, err)
+		scopes := parseAll(t, b, map[string][]string{apiserver: {fg("AlphaA=true")}}, apiserver)
+		assert.False(t, scopes[apiserver].FeatureGate().Enabled(AlphaC), "a scope starts from the defaults")
+		assert.True(t, scopes[apiserver].FeatureGate().Enabled(BetaOn), "a scope starts from the defaults")
+		plan, err := b.Reconcile()
+		require.NoError(t, err)
+		require.NoError(t, plan.Apply())
+		assert.Equal(t, map[string]bool{AlphaA: true, BetaOn: true, LockedGA: true}, enabledOnly(gateState(target.Gate, testFeatures())))
+		assert.False(t, target.Gate.ExplicitlySet(AlphaC))
 	})
 	t.Run("a scope created after reconcile", func(t *testing.T) {
 		b, err := scoping.NewBarrier(newTarget(t, testFeatures()))

@@ -44,11 +44,30 @@ func (e *FlagError) Unwrap() error { return e.Err }
 // Request is one component's explicit request for a process-wide setting:
 // the scope that asked, the value it asked for, and the flag text that
 // carried it, e.g. {kube-scheduler, "false", "--feature-gates=Foo=false"}.
+//
+// A request the component's own code made (a value it set on its scope's
+// gate, a default it overrode) has Source SourceCode and a Flag of
+// CodeSetFlag or CodeDefaultFlag. A request implied by AllAlpha or AllBeta
+// has Via set to that gate and the Flag that gave it.
 type Request struct {
 	Component string `json:"component"`
 	Value     string `json:"value"`
 	Flag      string `json:"flag"`
+	// Source is SourceCode for a request the component's code made; empty
+	// for a flag.
+	Source Source `json:"source,omitempty"`
+	// Via is "AllAlpha" or "AllBeta" when the request is one feature of such
+	// a flag: `--feature-gates=AllAlpha=true` asks for every alpha feature.
+	Via string `json:"via,omitempty"`
 }
+
+// The Flag text of requests a component's code made.
+const (
+	// CodeSetFlag: the component's code set the value on its scope's gate.
+	CodeSetFlag = "set in the component's code"
+	// CodeDefaultFlag: the component's code overrode the default in its scope's gate.
+	CodeDefaultFlag = "default overridden in the component's code"
+)
 
 func (r Request) String() string {
 	return fmt.Sprintf("%s sets %s (%s)", r.Component, r.Value, r.Flag)
@@ -157,3 +176,31 @@ func (e *ConflictError) Unwrap() []error {
 func sortRequests(rs []Request) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Component < rs[j].Component })
 }
+
+// LoggingError is the barrier failing to apply the reconciled logging
+// settings. Logging is process-wide and applied once per process: a later
+// start may repeat the settings an earlier one applied (a no-op) but not
+// change them. Settings holds who asked for which flag (empty: the defaults).
+type LoggingError struct {
+	Settings map[string][]Request
+	Err      error
+}
+
+// Error reads like "scoping: applying logging settings --v=3 (kube-scheduler):
+// logging was applied earlier in this process with other settings; ...".
+func (e *LoggingError) Error() string {
+	var asked []string
+	for _, name := range loggingFlags {
+		for _, r := range e.Settings[name] {
+			asked = append(asked, r.Flag+" ("+r.Component+")")
+		}
+	}
+	what := "the defaults (no component sets -v, --vmodule or --logging-format)"
+	if len(asked) > 0 {
+		what = strings.Join(asked, ", ")
+	}
+	return fmt.Sprintf("scoping: applying logging settings %s: %v", what, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *LoggingError) Unwrap() error { return e.Err }

@@ -23,6 +23,7 @@ const (
 	LockedGA   = "LockedGA"   // GA and locked to true since 1.36
 	NewIn137   = "NewIn137"   // alpha since 1.37: not available when emulating 1.36
 	NeedsAlpha = "NeedsAlpha" // alpha since 1.35, depends on AlphaA
+	NeedsBeta  = "NeedsBeta"  // alpha since 1.35, depends on BetaOn (on by default at 1.37)
 )
 
 func testFeatures() map[featuregate.Feature]featuregate.VersionedSpecs {
@@ -33,6 +34,7 @@ func testFeatures() map[featuregate.Feature]featuregate.VersionedSpecs {
 		AlphaB:     alpha,
 		AlphaC:     alpha,
 		NeedsAlpha: alpha,
+		NeedsBeta:  alpha,
 		BetaOn: {
 			{Version: v("1.34"), Default: false, PreRelease: featuregate.Alpha},
 			{Version: v("1.36"), Default: true, PreRelease: featuregate.Beta},
@@ -53,7 +55,7 @@ func newTarget(tb testing.TB, features map[featuregate.Feature]featuregate.Versi
 	target, err := scopingtest.NewTarget(features)
 	require.NoError(tb, err)
 	if _, ok := features[NeedsAlpha]; ok {
-		require.NoError(tb, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}}))
+		require.NoError(tb, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}, NeedsBeta: {BetaOn}}))
 	}
 	return target
 }
@@ -90,3 +92,14 @@ func gateState(g featuregate.FeatureGate, features map[featuregate.Feature]featu
 }
 
 func fg(items ...string) string { return "--feature-gates=" + strings.Join(items, ",") }
+
+// enabledOnly keeps the features that are on.
+func enabledOnly(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		if v {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -11,6 +11,8 @@ import (
 	apiservercompat "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -73,10 +75,35 @@ func TestProcessTarget(t *testing.T) {
 	assert.Equal(t, plan.EmulationVersion, apiservercompat.DefaultComponentGlobalsRegistry.EffectiveVersionFor(scoping.KubeComponent).EmulationVersion().String())
 }
 
-// TestApplyLoggingSettings applies logging through logsapi, which allows it
-// once per process: this is the one test that does.
+// TestApplyLoggingSettings applies logging through logsapi, which applies
+// it once per process: this is the one test that does. A later start with
+// the same settings is a no-op; other settings are an error naming the
+// difference (logsapi's diff), matched here so that an upstream change of
+// its message fails this test.
 func TestApplyLoggingSettings(t *testing.T) {
 	require.Error(t, scoping.ApplyLoggingSettings(scoping.LoggingSettings{"v": "many"}, utilfeature.DefaultFeatureGate), "bad value is reported before anything is applied")
 	require.NoError(t, scoping.ApplyLoggingSettings(scoping.LoggingSettings{"v": "0", "logging-format": "text"}, utilfeature.DefaultFeatureGate))
-	assert.ErrorContains(t, scoping.ApplyLoggingSettings(scoping.LoggingSettings{}, utilfeature.DefaultFeatureGate), "already applied", "a second apply is refused by logsapi")
+	require.NoError(t, scoping.ApplyLoggingSettings(scoping.LoggingSettings{"v": "0", "logging-format": "text"}, utilfeature.DefaultFeatureGate), "the same settings again: a no-op")
+	require.NoError(t, scoping.ApplyLoggingSettings(scoping.LoggingSettings{}, utilfeature.DefaultFeatureGate), "the defaults are the same settings")
+	err := scoping.ApplyLoggingSettings(scoping.LoggingSettings{"v": "3"}, utilfeature.DefaultFeatureGate)
+	require.ErrorIs(t, err, scoping.ErrLoggingChanged)
+	assert.ErrorContains(t, err, `+  "verbosity": 3`, "logsapi's diff names the field")
+	assert.False(t, klog.V(1).Enabled(), "-v was not changed")
+
+	// Through the barrier: the error names the flag and the component.
+	restoreProcessGlobals(t)
+	b, err := scoping.NewBarrier(scoping.ProcessTarget(), scoping.WithLogger(logr.Discard()))
+	require.NoError(t, err)
+	s, err := b.NewScope("kube-scheduler")
+	require.NoError(t, err)
+	logsapi.AddFlags(logsapi.NewLoggingConfiguration(), s.FlagSet())
+	require.NoError(t, s.Parse([]string{"--v=3"}))
+	plan, err := b.Reconcile()
+	require.NoError(t, err)
+	err = plan.Apply()
+	var le *scoping.LoggingError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, scoping.ErrLoggingChanged)
+	assert.ErrorContains(t, err, "scoping: applying logging settings --v=3 (kube-scheduler): logging was applied earlier in this process with other settings")
+	assert.False(t, b.Applied())
 }

@@ -233,9 +233,10 @@ func (s *Scope) flagErr(flag, value string, err error) error {
 	return &FlagError{Component: s.name, Flag: "--" + flag, Value: value, Err: err}
 }
 
-// record keeps what the component asked for explicitly. Features come from
-// the gate itself (ExplicitlySet), with the flag text that set each; a feature
-// set programmatically by the component's own code is recorded too.
+// record keeps what the component asked for explicitly on its command line.
+// Features come from the gate itself (ExplicitlySet), with the flag text that
+// set each. What the component's own code changes in its gate is read at the
+// barrier (codeRequests), so that changes made after Parse count too.
 func (s *Scope) record(features, emulated, minCompat []flagItem, recs map[string]*recorder) {
 	req := Requests{Features: map[string]Request{}, Logging: map[string]Request{}}
 	for _, it := range features {
@@ -244,22 +245,6 @@ func (s *Scope) record(features, emulated, minCompat []flagItem, recs map[string
 		}
 		b, _ := strconv.ParseBool(it.value)
 		req.Features[it.key] = Request{Component: s.name, Value: strconv.FormatBool(b), Flag: flagText("feature-gates", it.text)}
-	}
-	// A feature the component's own code set (not by flag) is a request too,
-	// unless the base gate already had it at that value.
-	var resolved map[string]bool
-	for _, name := range s.barrier.known {
-		if _, ok := req.Features[string(name)]; ok || !s.gate.ExplicitlySet(name) {
-			continue
-		}
-		if resolved == nil {
-			resolved = resolvedValues(s.gate)
-		}
-		v := resolved[string(name)]
-		if base, ok := s.barrier.baseSet[string(name)]; ok && base == v {
-			continue
-		}
-		req.Features[string(name)] = Request{Component: s.name, Value: strconv.FormatBool(v), Flag: "(set by the component's code)"}
 	}
 	versionReq := func(flag string, items []flagItem) *Request {
 		for _, it := range items {
@@ -279,11 +264,59 @@ func (s *Scope) record(features, emulated, minCompat []flagItem, recs map[string
 	s.requests = req
 }
 
+// codeRequests returns what the component's own code changed in the scope's
+// gate, not by flag: a value it set (SetFromMap, Set) and a default it
+// overrode (OverrideDefault). Each is a request with Source SourceCode and the
+// value the component sees, reconciled like a flag. A feature the component
+// also set by flag is the flag's request: the flag came last.
+func (s *Scope) codeRequests(flagged map[string]Request) map[string]Request {
+	out := map[string]Request{}
+	var resolved map[string]bool
+	var atVersion map[featuregate.Feature]featuregate.FeatureSpec
+	value := func(name featuregate.Feature) bool {
+		if resolved == nil {
+			resolved, atVersion = resolvedValues(s.gate), s.gate.GetAll()
+		}
+		if v, ok := resolved[string(name)]; ok {
+			return v
+		}
+		return atVersion[name].Default
+	}
+	specs := s.gate.GetAllVersioned()
+	for _, name := range s.barrier.known {
+		if _, ok := flagged[string(name)]; ok {
+			continue
+		}
+		switch {
+		case s.gate.ExplicitlySet(name):
+			out[string(name)] = Request{Component: s.name, Value: strconv.FormatBool(value(name)), Flag: CodeSetFlag, Source: SourceCode}
+		case defaultsDiffer(specs[name], s.barrier.pristineSpecs[name]):
+			out[string(name)] = Request{Component: s.name, Value: strconv.FormatBool(value(name)), Flag: CodeDefaultFlag, Source: SourceCode}
+		}
+	}
+	return out
+}
+
+// defaultsDiffer reports whether a feature's versioned defaults were
+// overridden (OverrideDefault changes the spec at the gate's version).
+func defaultsDiffer(a, b featuregate.VersionedSpecs) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if a[i].Default != b[i].Default {
+			return true
+		}
+	}
+	return false
+}
+
+// newScope gives the component a copy of the barrier's base gate and a
+// fresh effective version: both at the process defaults, not at what an
+// earlier start applied.
 func newScope(b *Barrier, name string) (*Scope, error) {
 	gate := b.pristine.DeepCopy()
 	ev := b.target.NewEffectiveVersion()
-	ev.SetEmulationVersion(b.targetVersion().EmulationVersion())
-	ev.SetMinCompatibilityVersion(b.targetVersion().MinCompatibilityVersion())
 	reg := basecompat.NewComponentGlobalsRegistry()
 	if err := reg.Register(KubeComponent, ev, gate); err != nil {
 		return nil, fmt.Errorf("scoping: %s: %w", name, err)

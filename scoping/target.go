@@ -3,6 +3,7 @@ package scoping
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 	apiservercompat "k8s.io/apiserver/pkg/util/compatibility"
@@ -58,9 +59,16 @@ type LoggingSettings map[string]string
 // reconciled at the barrier.
 var loggingFlags = []string{"v", "vmodule", "logging-format"}
 
+// ErrLoggingChanged is the cause when a start asks for logging settings other
+// than those an earlier start in the same process applied.
+var ErrLoggingChanged = errors.New("logging was applied earlier in this process with other settings; -v, --vmodule and --logging-format cannot change within a process")
+
 // ApplyLoggingSettings builds a logsapi.LoggingConfiguration from s with
 // upstream's own flag parsing and applies it with logsapi.ValidateAndApply.
-// logsapi allows this once per process.
+// logsapi applies logging once per process: ApplyLoggingSettings sets
+// upstream's logsapi.ReapplyHandling to ReapplyHandlingIgnoreUnchanged, so
+// that a later start with the same settings is a no-op and one with other
+// settings an error wrapping ErrLoggingChanged (with logsapi's diff).
 func ApplyLoggingSettings(s LoggingSettings, gate featuregate.FeatureGate) error {
 	cfg := logsapi.NewLoggingConfiguration()
 	fs := pflag.NewFlagSet("logging", pflag.ContinueOnError)
@@ -75,7 +83,14 @@ func ApplyLoggingSettings(s LoggingSettings, gate featuregate.FeatureGate) error
 	if !knowsLoggingFeatures(gate) {
 		gate = nil // logsapi then uses the logging features' defaults
 	}
-	return logsapi.ValidateAndApply(cfg, gate)
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+	if err := logsapi.ValidateAndApply(cfg, gate); err != nil {
+		if strings.Contains(err.Error(), "should not be changed after setting it once") {
+			return fmt.Errorf("%w: %v", ErrLoggingChanged, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // knowsLoggingFeatures reports whether gate has logsapi's feature gates
