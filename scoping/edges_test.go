@@ -203,8 +203,8 @@ func TestPropertyEveryViewAgrees(t *testing.T) {
 	pick := func() (string, bool) { return names[rng.IntN(len(names))], rng.IntN(2) == 0 }
 	target := newTarget(t, testFeatures()) // reused: every start after the first is a later start
 	iterations := 3000
-	if testing.Short() {
-		iterations = 300
+	if raceEnabled || testing.Short() {
+		iterations = 1000
 	}
 	var applied, conflicts, badParse int
 	for it := range iterations {

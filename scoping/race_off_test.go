@@ -1,0 +1,5 @@
+//go:build !race
+
+package scoping_test
+
+const raceEnabled = false
