@@ -52,19 +52,32 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
 }
 
-// DeadlineError is a component that did not become ready, or did not return
-// from Run, within its deadline.
+// DeadlineError is a component that did not become ready, or did not stop,
+// within its deadline. What names the call that overran: "Ready" (bounded
+// by ReadyTimeout), "Stop" (bounded by half of StopTimeout) or "Run" (not
+// returned within StopTimeout of the stop's start). Abandoned says the
+// goroutine making that call had still not returned (AbandonGrace after its
+// context ended) and was left behind: Run, Ready or Stop ignored its context.
 type DeadlineError struct {
-	What    string // "ready" or "stop"
-	Timeout time.Duration
+	Component string
+	What      string
+	Timeout   time.Duration
+	Abandoned bool
 }
 
-// Error reads like "did not stop within 30s".
+// Error reads like "Stop did not return within 2.5s; its goroutine was
+// abandoned" or "not ready within 10s"; the *ComponentError wrapping it
+// names the component.
 func (e *DeadlineError) Error() string {
-	if e.What == "ready" {
+	switch {
+	case e.What == "Ready" && !e.Abandoned:
 		return fmt.Sprintf("not ready within %s", e.Timeout)
+	case e.What == "Ready":
+		return fmt.Sprintf("not ready within %s, and Ready ignored its context; its goroutine was abandoned", e.Timeout)
+	case e.What == "Run":
+		return fmt.Sprintf("Run did not return within %s of the stop; its goroutines were abandoned", e.Timeout)
 	}
-	return fmt.Sprintf("did not stop within %s; its goroutines were abandoned", e.Timeout)
+	return fmt.Sprintf("%s did not return within %s; its goroutine was abandoned", e.What, e.Timeout)
 }
 
 // DependencyError is a dependency declared on a name no component has, or

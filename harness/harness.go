@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,10 +211,15 @@ func (r *run) timed(p Phase, do func() error) error {
 
 // failWith records a failure and cancels the run; the first one is the cause.
 func (r *run) failWith(err error) {
+	r.addErr(err)
+	r.fail(err)
+}
+
+// addErr records a failure without cancelling the run (it is ending anyway).
+func (r *run) addErr(err error) {
 	r.mu.Lock()
 	r.errs = append(r.errs, err)
 	r.mu.Unlock()
-	r.fail(err)
 }
 
 func (r *run) setState(u *unit, s State, err error) {
@@ -390,23 +396,68 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 		close(u.ready)
 		return nil
 	}
-	timeout := cmp(r.h.ReadyTimeout, DefaultReadyTimeout)
+	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := safely(func() error { return rd.Ready(rctx) })
+	err, abandoned := await(rctx, func() error { return rd.Ready(rctx) })
 	switch {
-	case err == nil:
+	case err == nil && !abandoned:
 		r.setState(u, Ready, nil)
 		close(u.ready)
 		return nil
+	case abandoned:
+		// Ready ignored its context: bounded like Stop, named, left behind.
+		err = &DeadlineError{Component: u.c.Name(), What: "Ready", Timeout: timeout, Abandoned: true}
+		if ctx.Err() != nil { // another component failed or the caller cancelled: record it, do not blame
+			r.addErr(&ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err})
+			return nil
+		}
 	case ctx.Err() != nil:
 		return nil // the cause is recorded where it happened
 	case rctx.Err() != nil:
-		err = &DeadlineError{What: "ready", Timeout: timeout}
+		err = &DeadlineError{Component: u.c.Name(), What: "Ready", Timeout: timeout}
 	}
 	err = &ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err}
 	r.setState(u, Failed, err)
 	return err // the errgroup cancels the other starts; Run records it
+}
+
+// AbandonGrace is how long the harness still waits for a component's Ready
+// or Stop to return once the context it was given has ended, before it
+// abandons the goroutine calling it. A Ready or Stop that honours its
+// context returns well within it.
+const AbandonGrace = time.Second
+
+// await calls f in a goroutine of its own and waits for it until ctx ends
+// and AbandonGrace more. abandoned says f had not returned by then: its
+// goroutine is left behind.
+func await(ctx context.Context, f func() error) (err error, abandoned bool) {
+	errc := call(f)
+	select {
+	case err := <-errc:
+		return err, false
+	case <-ctx.Done():
+	}
+	return graceful(errc)
+}
+
+// call runs f in a goroutine of its own; its result arrives on the channel.
+func call(f func() error) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- safely(f) }()
+	return errc
+}
+
+// graceful waits AbandonGrace for a call whose context has ended.
+func graceful(errc <-chan error) (err error, abandoned bool) {
+	t := time.NewTimer(AbandonGrace)
+	defer t.Stop()
+	select {
+	case err := <-errc:
+		return err, false
+	case <-t.C:
+		return nil, true
+	}
 }
 
 // launch calls Run in a goroutine with the component's own context: the
@@ -446,7 +497,7 @@ func (r *run) wait() error {
 // stop stops the components that were launched, in reverse dependency order,
 // each within StopTimeout.
 func (r *run) stop() error {
-	timeout := cmp(r.h.StopTimeout, DefaultStopTimeout)
+	timeout := cmp.Or(r.h.StopTimeout, DefaultStopTimeout)
 	for _, u := range slices.Backward(r.order) {
 		if u.done == nil {
 			r.h.mu.Lock()
@@ -465,9 +516,7 @@ func (r *run) stop() error {
 		}
 		if err := r.stopUnit(u, timeout); err != nil {
 			err = &ComponentError{Component: u.c.Name(), Phase: PhaseStop, Err: err}
-			r.mu.Lock()
-			r.errs = append(r.errs, err)
-			r.mu.Unlock()
+			r.addErr(err)
 			r.setState(u, Failed, err)
 		} else if !failed {
 			r.setState(u, Stopped, nil)
@@ -476,26 +525,42 @@ func (r *run) stop() error {
 	return nil
 }
 
-// stopUnit calls Stop (if any), cancels Run's context and waits for Run to
-// return, all within timeout. An error Run returns while stopping is
-// reported unless it is the cancellation itself.
+// stopUnit stops one component within timeout: Stop (if it is a Stopper)
+// gets the first half, with a context whose deadline is that share; Run's
+// context is cancelled as soon as Stop returned, and at the latest when
+// Stop's share ended, and Run gets the rest of the timeout to return. What
+// overran — Stop, Run or both — is named in a *DeadlineError. An error Run
+// returns while stopping is reported unless it is the cancellation itself.
 func (r *run) stopUnit(u *unit, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), timeout)
-	defer cancel()
+	deadline := time.Now().Add(timeout)
 	var stopErr error
-	if s, ok := u.c.(Stopper); ok {
-		errc := make(chan error, 1)
-		go func() { errc <- safely(func() error { return s.Stop(ctx) }) }()
+	s, isStopper := u.c.(Stopper)
+	if !isStopper {
+		u.cancel(errStopping)
+	} else {
+		share := timeout / 2
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), share)
+		errc := call(func() error { return s.Stop(sctx) })
 		select {
 		case stopErr = <-errc:
-		case <-ctx.Done():
+			u.cancel(errStopping)
+		case <-sctx.Done():
+			// Stop's share is over: Run's context is cancelled now, whatever
+			// Stop does; Stop gets AbandonGrace more to return.
+			u.cancel(errStopping)
+			var abandoned bool
+			if stopErr, abandoned = graceful(errc); abandoned {
+				stopErr = &DeadlineError{Component: u.c.Name(), What: "Stop", Timeout: share, Abandoned: true}
+			}
 		}
+		cancel()
 	}
-	u.cancel(errStopping)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(r.ctx), deadline)
+	defer cancel()
 	select {
 	case <-u.done:
-	case <-ctx.Done():
-		return &DeadlineError{What: "stop", Timeout: timeout}
+	case <-rctx.Done():
+		return errors.Join(stopErr, &DeadlineError{Component: u.c.Name(), What: "Run", Timeout: timeout, Abandoned: true})
 	}
 	if stopErr != nil {
 		return stopErr
@@ -523,9 +588,3 @@ func safely(f func() error) (err error) {
 	return f()
 }
 
-func cmp(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}

@@ -208,6 +208,11 @@ func TestStopperCalledWithDeadline(t *testing.T) {
 		synctest.Wait()
 		require.NoError(t, stop())
 		assert.Equal(t, []string{"run s", "ready s", "Stop s", "stop s"}, j.list())
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.False(t, s.stopDeadline.IsZero(), "Stop's context has a deadline")
+		assert.Equal(t, 2500*time.Millisecond, s.stopDeadline.Sub(s.stopCalled), "Stop gets half of StopTimeout")
+		assert.Equal(t, time.Second, s.runCancelled.Sub(s.stopCalled), "Run's context is cancelled as soon as Stop returned")
 	})
 }
 

@@ -48,6 +48,13 @@ type fake struct {
 	ignoreCtx  chan struct{} // non-nil: Run ignores ctx and waits for this to close
 	stopDelay  time.Duration // Stop takes this long
 	withStop   bool
+	hangReady  chan struct{} // non-nil: Ready ignores ctx and waits for this to close
+	hangStop   chan struct{} // non-nil: Stop ignores ctx and waits for this to close
+
+	mu           sync.Mutex
+	runCancelled time.Time // when Run saw its context end
+	stopDeadline time.Time // the deadline of Stop's context
+	stopCalled   time.Time
 
 	runCalled atomic.Bool
 	started   chan struct{}
@@ -85,12 +92,19 @@ func (f *fake) Run(ctx context.Context) error {
 		return nil
 	}
 	<-ctx.Done()
+	f.mu.Lock()
+	f.runCancelled = time.Now()
+	f.mu.Unlock()
 	f.j.add("stop %s", f.name)
 	return nil
 }
 
 func (f *fake) Ready(ctx context.Context) error {
 	<-f.started
+	if f.hangReady != nil {
+		<-f.hangReady
+		return nil
+	}
 	if f.neverReady {
 		<-ctx.Done()
 		return ctx.Err()
@@ -109,6 +123,14 @@ type stopper struct{ *fake }
 
 func (s stopper) Stop(ctx context.Context) error {
 	s.j.add("Stop %s", s.name)
+	s.mu.Lock()
+	s.stopCalled = time.Now()
+	s.stopDeadline, _ = ctx.Deadline()
+	s.mu.Unlock()
+	if s.hangStop != nil {
+		<-s.hangStop
+		return nil
+	}
 	select {
 	case <-time.After(s.stopDelay):
 		return nil
