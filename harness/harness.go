@@ -587,4 +587,3 @@ func safely(f func() error) (err error) {
 	}()
 	return f()
 }
-

@@ -290,24 +290,106 @@ func TestPerComponentFeatureGates(t *testing.T) {
 func TestConflictFailsBeforeAnythingListens(t *testing.T) {
 	dataDir := t.TempDir()
 	s := newServer(t, dataDir)
+	// Watch the ports for the whole life of the process: a listener opened
+	// before the barrier failed is closed again when the process exits, so
+	// only a look while it runs can see it.
+	watch := watchListeners(s.ports)
 	s.start(
 		"--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true",
 		"--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false",
 	)
 	code, took := s.wait(10 * time.Second)
+	accepted, dials := watch.stop()
 	assert.Equal(t, 1, code)
-	t.Logf("conflict to exit: %s", took)
+	t.Logf("conflict to exit: %s; %d dials per port while it ran, one every %s", took, dials, took/time.Duration(max(dials, 1)))
 	stderr := s.stderr.String()
 	assert.Contains(t, stderr, `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true (--feature-gates=SchedulerPreQueueingHints=true), kube-scheduler sets false (--feature-gates=SchedulerPreQueueingHints=false)`)
+	assert.Empty(t, accepted, "ports that accepted a connection while k3s-like ran: something listened before the barrier failed")
+	// Not a vacuous watch: every port was dialled, many times, while the
+	// process ran.
+	assert.GreaterOrEqual(t, dials, int64(20), "dials per port while k3s-like ran")
+	// And nothing is left listening after it exited (a stray child process).
 	for name, port := range s.ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if assert.NoError(t, err, "port %s (%d) was never opened", name, port) {
+		if assert.NoError(t, err, "port %s (%d) is free after the exit", name, port) {
 			ln.Close()
 		}
 	}
 	entries, err := os.ReadDir(dataDir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "the empty data dir stays empty: no etcd data, no certificates")
+}
+
+// listenWatch dials each of a server's ports on loopback in a tight loop,
+// one goroutine per port, from before the process starts until stop, and
+// records the ports that ever accepted a connection.
+//
+// Why dialling: a connect to a port with a listening socket completes in the
+// kernel whether or not the process ever calls accept, and a connect to a
+// port without one is refused at once, so a dial is a direct "does anything
+// listen here now" that neither binds the port (net.Listen by the test would
+// take the port from the process and hide the very listener it looks for)
+// nor depends on the process's logs. 127.0.0.1 reaches listeners on
+// 127.0.0.1, 0.0.0.0 and dual-stack [::] — every address k3s-like binds.
+// Reading /proc/net/tcp instead sees any address but costs ~15 ms a read on
+// this kind of host, against ~0.1 ms a dial.
+//
+// What it cannot see: a listener opened and closed again between two dials
+// of its port (tens to hundreds of microseconds apart, logged by the test).
+// The regression it is for — a component, etcd or the status handler
+// starting before the barrier — holds its listener until the process stops,
+// milliseconds at least, so it is seen.
+type listenWatch struct {
+	done     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	accepted map[string]int
+	dials    map[string]int64
+}
+
+func watchListeners(ports map[string]int) *listenWatch {
+	w := &listenWatch{done: make(chan struct{}), accepted: map[string]int{}, dials: map[string]int64{}}
+	for name, port := range ports {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		w.wg.Go(func() {
+			var n int64
+			defer func() {
+				w.mu.Lock()
+				w.dials[name] = n
+				w.mu.Unlock()
+			}()
+			for {
+				select {
+				case <-w.done:
+					return
+				default:
+				}
+				n++
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err == nil {
+					c.Close()
+					w.mu.Lock()
+					w.accepted[name] = port
+					w.mu.Unlock()
+				}
+			}
+		})
+	}
+	return w
+}
+
+// stop ends the watch and returns the ports that accepted a connection and
+// the fewest dials any one port got.
+func (w *listenWatch) stop() (accepted map[string]int, minDials int64) {
+	close(w.done)
+	w.wg.Wait()
+	minDials = -1
+	for _, n := range w.dials {
+		if minDials < 0 || n < minDials {
+			minDials = n
+		}
+	}
+	return w.accepted, minDials
 }
 
 func TestBadInputOneClearLine(t *testing.T) {
@@ -416,10 +498,15 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 
 // TestFileModes: private keys and kubeconfigs are 0600, the data dir 0700.
 func TestFileModes(t *testing.T) {
-	dataDir := t.TempDir()
+	// A data dir the binary creates: t.TempDir itself is already 0700
+	// (os.MkdirTemp), and the binary leaves an existing dir's mode alone.
+	dataDir := filepath.Join(t.TempDir(), "data")
 	s := newServer(t, dataDir)
 	s.start("--disable-scheduler", "--disable-controller-manager")
 	s.waitReady(90 * time.Second)
+	info, err := os.Stat(dataDir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "the data dir %s", dataDir)
 	var checked int
 	require.NoError(t, filepath.WalkDir(filepath.Join(dataDir, "tls"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -434,7 +521,7 @@ func TestFileModes(t *testing.T) {
 		return nil
 	}))
 	assert.GreaterOrEqual(t, checked, 10)
-	info, err := os.Stat(filepath.Join(dataDir, "admin.kubeconfig"))
+	info, err = os.Stat(filepath.Join(dataDir, "admin.kubeconfig"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "--write-kubeconfig default")
 	status, err := http.Get("http://" + s.statusAddress() + "/components")

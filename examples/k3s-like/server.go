@@ -384,7 +384,12 @@ func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, s
 	}
 }
 
-// checkWritable fails with one line naming what to fix.
+// checkWritable creates the data dir if it is missing and fails with one
+// line naming what to fix. A data dir it creates is 0700: it holds private
+// keys and the etcd data (never more open, whatever the umask: a umask only
+// clears bits). An existing dir keeps its mode (MkdirAll leaves it, and nothing
+// chmods it): it is the operator's, who may have set that mode on purpose.
+// TestFileModes checks the mode of a data dir the binary created.
 func checkWritable(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data dir %s cannot be created (%v): choose another --data-dir", dir, unwrapPath(err))
