@@ -71,3 +71,18 @@ func (f *Func) Ready(ctx context.Context) error {
 	}
 	return f.ReadyFunc(ctx)
 }
+
+// Renewer is implemented by components that Harness.Restart can start
+// again. A component value runs once; Renew returns a new, unstarted value
+// of the same component — the same name and construction options, none of
+// the run state — for the restart to add flags to, parse and run. It is
+// called while the old value still runs and must not touch it.
+type Renewer interface {
+	Renew() Component
+}
+
+// Renew returns a copy of f: Func keeps no run state.
+func (f *Func) Renew() Component {
+	c := *f
+	return &c
+}

@@ -47,6 +47,7 @@ type Harness struct {
 
 	mu      sync.Mutex
 	units   []*unit
+	cur     *run // the run in progress, for Restart
 	running bool
 	phase   Phase
 	timings []PhaseTiming
@@ -96,6 +97,8 @@ type run struct {
 	order   []*unit // dependency order
 	barrier *scoping.Barrier
 
+	restart chan struct{} // holds a token while a Restart or the stop phase runs
+
 	mu   sync.Mutex
 	errs []error // failures, first one first
 }
@@ -133,9 +136,10 @@ func (h *Harness) Run(ctx context.Context) error {
 			break
 		}
 	}
+	r.restart <- struct{}{} // wait for a Restart in progress; none starts after
 	_ = r.timed(PhaseStop, r.stop)
 	h.mu.Lock()
-	h.phase, h.running = PhaseDone, false
+	h.phase, h.running, h.cur = PhaseDone, false, nil
 	h.mu.Unlock()
 	r.log.Info("Harness done", "errors", len(r.errs))
 	return errors.Join(r.errs...)
@@ -153,7 +157,7 @@ func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
 	}
 	defer func() {
 		h.mu.Lock()
-		h.phase, h.running = PhaseDone, false
+		h.phase, h.running, h.cur = PhaseDone, false, nil
 		h.mu.Unlock()
 	}()
 	defer r.fail(nil)
@@ -191,8 +195,9 @@ func (h *Harness) begin(ctx context.Context, what string) (*run, error) {
 	if log.GetSink() == nil {
 		log = klog.Background()
 	}
-	r := &run{h: h, log: log, ctx: ctx}
+	r := &run{h: h, log: log, ctx: ctx, restart: make(chan struct{}, 1)}
 	r.runCtx, r.fail = context.WithCancelCause(ctx)
+	h.cur = r
 	return r, nil
 }
 

@@ -168,6 +168,7 @@ type Plan struct {
 	emu, min        *version.Version
 	overrides       map[string]bool
 	loggingRequests map[string][]Request
+	versionRequests map[string][]Request
 
 	featuresOnce sync.Once
 	candidate    featuregate.MutableVersionedFeatureGate // the reconciled gate, a copy
@@ -234,6 +235,7 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	if len(conflicts) > 0 {
 		return nil, &ConflictError{Conflicts: conflicts}
 	}
+	p.versionRequests = map[string][]Request{"--emulated-version": c.emulated, "--min-compatibility-version": c.minCompat}
 	p.warn(c.emulated)
 	return p, nil
 }
