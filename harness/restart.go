@@ -1,8 +1,8 @@
 package harness
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -173,5 +173,3 @@ func (r *run) replace(old, fresh []*unit) {
 		}
 	}
 }
-
-
