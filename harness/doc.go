@@ -26,15 +26,22 @@
 //   - run: wait for ctx to end or the first failure: an error or panic in a
 //     Run, a Run that returns early, a Ready that fails or times out.
 //   - stop: in reverse dependency order, each started component gets Stop (if
-//     it is a Stopper), then its context is cancelled, and the harness waits
-//     for its Run to return, bounded by StopTimeout. A component that
-//     overruns is named in the error and abandoned; the harness never hangs.
+//     it is a Stopper) with half of StopTimeout, then its context is
+//     cancelled (at the latest when Stop's half ends), and the harness waits
+//     for its Run to return until StopTimeout. A Ready, Stop or Run that
+//     overruns is named in a *DeadlineError and its goroutine abandoned
+//     after AbandonGrace; the harness never hangs.
 //
 // Run returns nil when ctx was cancelled and everything stopped; otherwise
 // every failure, first one first, as *ComponentError (component and phase) or
 // *PhaseError, matchable with errors.As. A panic is a *PanicError carrying the
 // stack. Run returns only after every goroutine it started has returned,
 // except those of a component that overran its stop deadline.
+//
+// While Run is in PhaseRun, Restart stops one component (and whatever
+// depends on it) and starts a new instance with new arguments, the others
+// running on; a restart that would change a process-wide setting is refused
+// with a *scoping.ConflictError before anything stops.
 //
 // Status and Handler report each component's State, the phase timings and
 // the feature plan the barrier made (/components, /features, /healthz). The
