@@ -38,7 +38,8 @@ type Stopper interface {
 }
 
 // Func adapts functions to a Component, for the simple case. Only RunFunc is
-// required.
+// required. Func is not a Renewer: its functions may hold the state of one
+// run, so Harness.Restart cannot start it again.
 type Func struct {
 	ComponentName string
 	// FlagsFunc adds flags to the scope; nil adds none.
@@ -79,10 +80,4 @@ func (f *Func) Ready(ctx context.Context) error {
 // called while the old value still runs and must not touch it.
 type Renewer interface {
 	Renew() Component
-}
-
-// Renew returns a copy of f: Func keeps no run state.
-func (f *Func) Renew() Component {
-	c := *f
-	return &c
 }

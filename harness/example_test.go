@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 
@@ -73,4 +74,72 @@ func ExampleHarness_conflict() {
 	// Output:
 	// harness phase barrier: components conflict on 1 process-wide setting:
 	//   feature gate "Foo": kube-apiserver sets true (--feature-gates=Foo=true), kube-scheduler sets false (--feature-gates=Foo=false)
+}
+
+// server prints when it starts and stops, with its component-local
+// --profile; Restart can start it again (it is a Renewer).
+type server struct {
+	name    string
+	profile *string
+	started chan struct{}
+}
+
+func newServer(name string) *server { return &server{name: name, started: make(chan struct{})} }
+
+func (s *server) Name() string { return s.name }
+
+func (s *server) AddFlags(sc *scoping.Scope) error {
+	s.profile = sc.FlagSet().String("profile", "default", "a component-local setting")
+	sc.AddFlags()
+	return nil
+}
+
+func (s *server) Run(ctx context.Context) error {
+	fmt.Println("start", s.name, "profile", *s.profile)
+	close(s.started)
+	<-ctx.Done()
+	fmt.Println("stop", s.name, "profile", *s.profile)
+	return nil
+}
+
+func (s *server) Ready(ctx context.Context) error {
+	select {
+	case <-s.started:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Renew is a new, unstarted server of the same name.
+func (s *server) Renew() harness.Component { return newServer(s.name) }
+
+// Restart one component with new arguments while the others run. A restart
+// that would change a process-wide setting is refused before anything stops.
+func ExampleHarness_Restart() {
+	target, _ := scopingtest.NewTarget(scopingtest.AlphaFeatures("Foo"))
+	h := &harness.Harness{Target: &target, Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+	h.Add(newServer("kube-apiserver"), nil)
+	h.Add(newServer("kube-scheduler"), []string{"--profile=one"}, "kube-apiserver")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	for !h.Status().Ready() {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println(h.Restart(ctx, "kube-scheduler", []string{"--profile=two"}))
+	fmt.Println(h.Restart(ctx, "kube-scheduler", []string{"--feature-gates=Foo=true"}))
+	cancel()
+	fmt.Println(<-done)
+	// Output:
+	// start kube-apiserver profile default
+	// start kube-scheduler profile one
+	// stop kube-scheduler profile one
+	// start kube-scheduler profile two
+	// <nil>
+	// components conflict on 1 process-wide setting:
+	//   feature gate "Foo": kube-scheduler sets true (--feature-gates=Foo=true): feature gate "Foo" is false in the running control plane; a restarted component cannot change a process-wide setting while the others run
+	// stop kube-scheduler profile two
+	// stop kube-apiserver profile default
+	// <nil>
 }
