@@ -17,7 +17,9 @@ import (
 	"k8s.io/klog/v2"
 	kasapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kasopts "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	"k8s.io/kubernetes/pkg/capabilities"
 
+	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -51,6 +53,9 @@ func NewAPIServer() *APIServer {
 
 // Name returns "kube-apiserver".
 func (a *APIServer) Name() string { return APIServerName }
+
+// Renew returns a new, unstarted kube-apiserver, for harness.Restart.
+func (a *APIServer) Renew() harness.Component { return NewAPIServer() }
 
 // AddFlags creates upstream's options with the scope's registry (so that
 // --feature-gates, --emulated-version and --min-compatibility-version bind to
@@ -108,6 +113,7 @@ func (a *APIServer) Run(ctx context.Context) (err error) {
 	if errs := completed.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}
+	applyCapabilities(completed.AllowPrivileged, completed.MaxConnectionBytesPerSec)
 	cfg, err := kasapp.NewConfig(completed) // binds the secure port
 	if err != nil {
 		return err
@@ -222,4 +228,31 @@ func (a *APIServer) LoopbackClientConfig() *rest.Config {
 		return nil
 	}
 	return rest.CopyConfig(a.loopback)
+}
+
+// applyCapabilities sets the process-wide capabilities from this start's
+// --allow-privileged and --max-connection-bytes-per-sec. Upstream's
+// CreateKubeAPIServerConfig calls capabilities.Setup, which only the first
+// call in a process sets: a later start would silently keep an earlier
+// start's values. The privileged pod sources, which the apiserver does not
+// set (a kubelet in the same process does), are kept. Only one APIServer
+// runs at a time in a process (its informer name), so no other apiserver
+// reads them meanwhile.
+func applyCapabilities(allowPrivileged bool, perConnectionBytesPerSec int64) {
+	prev := capabilities.Get()
+	want := capabilities.Capabilities{
+		AllowPrivileged:                        allowPrivileged,
+		PrivilegedSources:                      prev.PrivilegedSources,
+		PerConnectionBandwidthLimitBytesPerSec: perConnectionBytesPerSec,
+	}
+	// A Get by another goroutine between the reset and Initialize would
+	// initialize the defaults first (upstream takes no lock around both):
+	// then do it again.
+	for range 3 {
+		capabilities.ResetForTest() // the only way upstream offers to set them again
+		capabilities.Initialize(want)
+		if got := capabilities.Get(); got.AllowPrivileged == allowPrivileged && got.PerConnectionBandwidthLimitBytesPerSec == perConnectionBytesPerSec {
+			return
+		}
+	}
 }

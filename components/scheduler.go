@@ -15,6 +15,7 @@ import (
 	schedopts "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/kubernetes/pkg/scheduler"
 
+	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -57,6 +58,10 @@ func NewScheduler(outOfTreePlugins ...schedapp.Option) *Scheduler {
 
 // Name returns "kube-scheduler".
 func (s *Scheduler) Name() string { return SchedulerName }
+
+// Renew returns a new, unstarted kube-scheduler with the same out-of-tree
+// plugins, for harness.Restart.
+func (s *Scheduler) Renew() harness.Component { return NewScheduler(s.registry...) }
 
 // AddFlags creates upstream's options with the scope's registry and adds
 // every upstream flag set to the scope's flag set. It has no other effect.
