@@ -596,13 +596,8 @@ func (p *Plan) Apply() error {
 	}
 	setVersion(b.targetVersion(), p)
 	for _, s := range b.scopes {
-		s.mu.Lock()
-		err := resetAndSet(s.gate, defaults, p)
-		setVersion(s.effective, p)
-		s.state = scopeSealed
-		s.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("scoping: applying to %s's gate: %w", s.name, err)
+		if err := s.seal(defaults, p); err != nil {
+			return err
 		}
 	}
 	b.applied, b.plan = true, p
@@ -618,6 +613,18 @@ func resetAndSet(g featuregate.MutableVersionedFeatureGate, defaults basecompat.
 		return err
 	}
 	return setGate(g, p)
+}
+
+// seal gives the scope the plan's gate and versions and seals it.
+func (s *Scope) seal(defaults basecompat.EffectiveVersion, p *Plan) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state = scopeSealed
+	setVersion(s.effective, p)
+	if err := resetAndSet(s.gate, defaults, p); err != nil {
+		return fmt.Errorf("scoping: applying to %s's gate: %w", s.name, err)
+	}
+	return nil
 }
 
 func setGate(g featuregate.MutableVersionedFeatureGate, p *Plan) error {

@@ -66,13 +66,8 @@ func (b *Barrier) Admit(scopes ...*Scope) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range scopes {
-		s.mu.Lock()
-		err := resetAndSet(s.gate, defaults, p)
-		setVersion(s.effective, p)
-		s.state = scopeSealed
-		s.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("scoping: applying to %s's gate: %w", s.name, err)
+		if err := s.seal(defaults, p); err != nil {
+			return err
 		}
 		for i, old := range b.scopes {
 			if old.name == s.name {
