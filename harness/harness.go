@@ -96,6 +96,7 @@ type run struct {
 	fail    context.CancelCauseFunc
 	order   []*unit // dependency order
 	barrier *scoping.Barrier
+	plan    *scoping.Plan // once the barrier reconciled
 
 	restart chan struct{} // holds a token while a Restart or the stop phase runs
 
@@ -117,17 +118,7 @@ func (h *Harness) Run(ctx context.Context) error {
 	}
 	defer r.fail(nil)
 
-	phases := []struct {
-		phase Phase
-		do    func() error
-	}{
-		{PhaseValidate, r.validate},
-		{PhaseParse, r.parse},
-		{PhaseBarrier, r.applyBarrier},
-		{PhaseStart, r.start},
-		{PhaseRun, r.wait},
-	}
-	for _, p := range phases {
+	for _, p := range r.phases(false) {
 		if r.runCtx.Err() != nil {
 			break
 		}
@@ -161,25 +152,36 @@ func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
 		h.mu.Unlock()
 	}()
 	defer r.fail(nil)
-	for _, do := range []struct {
-		phase Phase
-		do    func() error
-	}{{PhaseValidate, r.validate}, {PhaseParse, r.parse}} {
-		if err := r.timed(do.phase, do.do); err != nil {
+	for _, p := range r.phases(true) {
+		if err := r.timed(p.phase, p.do); err != nil {
 			return nil, err
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 	}
-	plan, err := r.barrier.Reconcile()
-	if err != nil {
-		return nil, &PhaseError{Phase: PhaseBarrier, Err: err}
+	return r.plan, nil
+}
+
+// step is one phase of a run and what it does.
+type step struct {
+	phase Phase
+	do    func() error
+}
+
+// phases is the phase table of Run; DryRun runs its prefix up to the
+// barrier, which reconciles and applies nothing.
+func (r *run) phases(dry bool) []step {
+	if dry {
+		return []step{{PhaseValidate, r.validate}, {PhaseParse, r.parse}, {PhaseBarrier, r.reconcile}}
 	}
-	h.mu.Lock()
-	h.plan = plan
-	h.mu.Unlock()
-	return plan, nil
+	return []step{
+		{PhaseValidate, r.validate},
+		{PhaseParse, r.parse},
+		{PhaseBarrier, r.applyBarrier},
+		{PhaseStart, r.start},
+		{PhaseRun, r.wait},
+	}
 }
 
 // begin marks the harness as running — once: a harness runs or dry-runs
@@ -348,15 +350,25 @@ func (r *run) parse() error {
 	return errors.Join(errs...)
 }
 
-// applyBarrier reconciles every scope and applies the plan once.
-func (r *run) applyBarrier() error {
+// reconcile reconciles every scope into the run's plan.
+func (r *run) reconcile() error {
 	plan, err := r.barrier.Reconcile()
 	if err != nil {
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
 	}
+	r.plan = plan
 	r.h.mu.Lock()
 	r.h.plan = plan
 	r.h.mu.Unlock()
+	return nil
+}
+
+// applyBarrier reconciles every scope and applies the plan once.
+func (r *run) applyBarrier() error {
+	if err := r.reconcile(); err != nil {
+		return err
+	}
+	plan := r.plan
 	for _, w := range plan.Warnings {
 		r.log.Info("Warning: " + w)
 	}
@@ -506,10 +518,11 @@ func (r *run) stop() error {
 	for _, u := range slices.Backward(r.order) {
 		if u.done == nil {
 			r.h.mu.Lock()
-			if u.state != Failed {
-				u.state = Stopped
-			}
+			failed := u.state == Failed
 			r.h.mu.Unlock()
+			if !failed {
+				r.setState(u, Stopped, nil) // never started
+			}
 			continue
 		}
 		r.h.mu.Lock()
