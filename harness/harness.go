@@ -46,6 +46,7 @@ type Harness struct {
 	AfterBarrier func(plan *scoping.Plan) error
 
 	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every state or phase change
 	units   []*unit
 	cur     *run // the run in progress, for Restart
 	running bool
@@ -131,6 +132,7 @@ func (h *Harness) Run(ctx context.Context) error {
 	_ = r.timed(PhaseStop, r.stop)
 	h.mu.Lock()
 	h.phase, h.running, h.cur = PhaseDone, false, nil
+	h.notifyLocked()
 	h.mu.Unlock()
 	r.log.Info("Harness done", "errors", len(r.errs))
 	return errors.Join(r.errs...)
@@ -149,6 +151,7 @@ func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
 	defer func() {
 		h.mu.Lock()
 		h.phase, h.running, h.cur = PhaseDone, false, nil
+		h.notifyLocked()
 		h.mu.Unlock()
 	}()
 	defer r.fail(nil)
@@ -207,6 +210,7 @@ func (r *run) timed(p Phase, do func() error) error {
 	start := time.Now()
 	r.h.mu.Lock()
 	r.h.phase = p
+	r.h.notifyLocked()
 	r.h.mu.Unlock()
 	r.log.Info("Harness phase", "phase", p)
 	err := do()
@@ -232,6 +236,7 @@ func (r *run) addErr(err error) {
 func (r *run) setState(u *unit, s State, err error) {
 	r.h.mu.Lock()
 	u.state, u.err, u.since = s, err, time.Now()
+	r.h.notifyLocked()
 	r.h.mu.Unlock()
 	if err != nil {
 		r.log.Error(err, "Component state", "component", u.c.Name(), "state", s)

@@ -1,0 +1,51 @@
+package harness_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWaitReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		a, b := newFake("a", j), newFake("b", j)
+		a.readyAfter, b.readyAfter = 3*time.Second, 2*time.Second
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		assert.ErrorContains(t, h.WaitReady(t.Context(), "nosuch"), `no component named "nosuch"`)
+		start := time.Now()
+		stop, _ := runUntil(t, h)
+		require.NoError(t, h.WaitReady(t.Context(), "a"))
+		assert.Equal(t, 3*time.Second, time.Since(start), "a is ready after 3s")
+		require.NoError(t, h.WaitReady(t.Context()))
+		assert.Equal(t, 5*time.Second, time.Since(start), "all: b 2s after a")
+
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		require.NoError(t, h.WaitReady(ctx), "already ready: returns at once")
+		require.NoError(t, stop())
+		assert.ErrorContains(t, h.WaitReady(t.Context()), "the run ended")
+	})
+}
+
+func TestWaitReadyFailureAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		a := newFake("a", j)
+		a.failAfter, a.failErr, a.neverReady = time.Second, errBoom, true
+		require.NoError(t, h.Add(a, nil))
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		_, done := runUntil(t, h)
+		assert.ErrorIs(t, h.WaitReady(ctx), context.DeadlineExceeded)
+		assert.ErrorContains(t, h.WaitReady(t.Context()), "a failed")
+		<-done
+	})
+}
