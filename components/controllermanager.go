@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -18,6 +19,7 @@ import (
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmopts "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
+	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -25,10 +27,14 @@ import (
 // kube-controller-manager adapter.
 const ControllerManagerName = "kube-controller-manager"
 
+// kcmInformerName is the client-go informer name upstream's
+// CreateControllerContext registers (process-wide; see Run).
+const kcmInformerName = "kube-controller-manager"
+
 // ControllerManager runs the real kube-controller-manager of
 // k8s.io/kubernetes as a harness component. It takes exactly
 // kube-controller-manager's flags. Create it with NewControllerManager; a
-// value runs once, and only one can run per process (see Run).
+// value runs once, and only one runs at a time per process (see Run).
 //
 // It uses options.NewKubeControllerManagerOptions with the scope's registry,
 // Flags(KnownControllers(), ControllersDisabledByDefault(),
@@ -60,6 +66,9 @@ func NewControllerManager() *ControllerManager {
 
 // Name returns "kube-controller-manager".
 func (m *ControllerManager) Name() string { return ControllerManagerName }
+
+// Renew returns a new, unstarted kube-controller-manager, for harness.Restart.
+func (m *ControllerManager) Renew() harness.Component { return NewControllerManager() }
 
 // AddFlags creates upstream's options with the scope's registry and adds
 // every upstream flag set to the scope's flag set. It has no other effect.
@@ -106,8 +115,15 @@ func (m *ControllerManager) LeaderElection() LeaderElection {
 // or not supported.
 //
 // Upstream registers the client-go informer name "kube-controller-manager"
-// process-wide and never releases it, so a second controller-manager in the
-// same process cannot start; Run checks that first and says so.
+// process-wide and releases it only on the paths on which every controller
+// was built. Run removes that registration when upstream's Run returned,
+// whichever way, so that the process can start a controller-manager again
+// after this one stopped or failed; two at the same time are refused (see
+// the package documentation, "Informer names").
+//
+// Config binds the secure port and starts an event broadcaster before
+// leader election is set up; Run closes both on every path on which
+// upstream's Run, which owns them once called, was not called.
 func (m *ControllerManager) Run(ctx context.Context) (err error) {
 	defer func() {
 		m.mu.Lock()
@@ -124,11 +140,26 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 	logger := klog.FromContext(ctx).WithValues("component", ControllerManagerName)
 	ctx = klog.NewContext(ctx, logger)
 
-	if n, err := cache.NewInformerName("kube-controller-manager"); err != nil {
-		return fmt.Errorf("kube-controller-manager: %w (upstream's CreateControllerContext registers this name and never releases it: one controller-manager per process)", err)
-	} else {
-		n.Release()
+	// Upstream's CreateControllerContext registers the process-wide informer
+	// name "kube-controller-manager"; the informer factory's Shutdown
+	// releases it, but upstream defers that only once every controller was
+	// built, so the name stays registered when CreateControllerContext
+	// fails after registering it (the apiserver not healthy within 10 s)
+	// or a controller fails to build. The adapter lets one
+	// controller-manager run at a time, checks that the name is free, and
+	// keeps an InformerName of that name, released at once so that
+	// upstream can register its own; releasing it again after upstream's
+	// Run returned removes upstream's registration if it is still there
+	// (client-go's Release deletes the registry entry by name), so that a
+	// later controller-manager in this process can start. A second
+	// controller-manager while one runs finds the name taken (client-go's
+	// registry is the process-wide record; the adapter keeps none of its own).
+	informerName, err := cache.NewInformerName(kcmInformerName)
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager: %w (another controller-manager runs in this process, or something else registered the informer name "+strconv.Quote(kcmInformerName)+" upstream's CreateControllerContext needs: one at a time)", err)
 	}
+	informerName.Release()       // upstream registers its own
+	defer informerName.Release() // and this removes it again, once upstream's Run returned
 
 	le := LeaderElection{
 		Enabled:           m.opts.Generic.LeaderElection.LeaderElect,
@@ -149,6 +180,24 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 		return err
 	}
 	cc := c.Complete()
+	// Config bound the secure port and started an event broadcaster; both
+	// are upstream's Run's to close once it was called (it serves the port
+	// until its context ends and shuts the broadcaster down). On every
+	// path that does not get there — a leader-election setup error, a
+	// standby that never led, a stop before the lease — they are closed
+	// here.
+	var ran bool
+	defer func() {
+		if ran {
+			return
+		}
+		if cc.SecureServing != nil && cc.SecureServing.Listener != nil {
+			_ = cc.SecureServing.Listener.Close()
+		}
+		if cc.EventBroadcaster != nil {
+			cc.EventBroadcaster.Shutdown()
+		}
+	}()
 
 	var leCfg *leaderelection.LeaderElectionConfig
 	if le.Enabled {
@@ -175,7 +224,6 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 	m.leaderElec = le
 	m.mu.Unlock()
 
-	var ran bool
 	work := func(wctx context.Context) error {
 		ran = true
 		defer configz.Delete(kcmapp.ConfigzName) // upstream's Run registers it and never deletes it
@@ -194,9 +242,6 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 		stopEvents := recordLeaderEvents(ctx, leCfg.Lock, c.Client, kcmopts.KubeControllerManagerUserAgent)
 		err = m.elector.run(ctx, *leCfg, work)
 		stopEvents()
-	}
-	if !ran && cc.SecureServing != nil && cc.SecureServing.Listener != nil {
-		_ = cc.SecureServing.Listener.Close() // bound by Config, never served
 	}
 	return err
 }

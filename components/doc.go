@@ -19,8 +19,11 @@
 // upstream's own test servers do, never through NewXCommand: the commands
 // install signal handlers, apply logging, and exit the process.
 //
-// The adapters are built for one control plane per process: start each
-// full control plane in a fresh process (see "Informer names" below).
+// A process runs one control plane at a time and can start it again after
+// it stopped, with other flags and other feature gates
+// (TestThreeStartsInOneProcess starts and stops the real control plane three
+// times in one process). What each start leaves behind, and what the
+// adapters undo so that the next start is computed afresh, is below.
 //
 // # Process-wide state
 //
@@ -45,7 +48,10 @@
 // upstream reads, so two components cannot run with different values of one
 // kube feature; the same value twice is fine, different values are a
 // conflict reported before anything starts, instead of the last parse
-// silently winning.
+// silently winning. Every start is computed from the process defaults: the
+// barrier resets the process gate's explicitly set values before it applies
+// a start's plan (package scoping), so a gate an earlier start turned on is
+// off again unless this start asks for it.
 //
 // Logging. Each upstream command calls logsapi.ValidateAndApply with its
 // own options (kube-apiserver's RunE, kube-scheduler's runCommand,
@@ -56,7 +62,10 @@
 // it: only the commands do, and the adapters do not use the commands. Each
 // component's -v, --vmodule and --logging-format are recorded by its scope,
 // reconciled at the barrier (different values are a conflict) and applied
-// once by scoping.ProcessTarget's ApplyLogging. Upstream's other logging
+// by scoping.ProcessTarget's ApplyLogging: at the first start; at a later
+// start with the same settings it is a no-op, with other settings the
+// barrier fails (scoping.ErrLoggingChanged), as klog cannot be changed
+// back. Upstream's other logging
 // flags (--log-flush-frequency, --log-{text,json}-split-stream,
 // --log-{text,json}-info-buffer-size) are just as process-wide but not
 // reconciled, so the adapters refuse them at parse time with that reason
@@ -73,14 +82,23 @@
 //
 // Metrics. There is one legacyregistry per process: each component's
 // /metrics serves every component's metrics. Upstream's registrations are
-// guarded by sync.Once or are idempotent, so three components register once.
+// guarded by sync.Once or are idempotent, so three components register once,
+// and a later start registers nothing again — with one exception that is
+// harmless: kube-controller-manager's ReplicaSet controller registers two
+// package-level metrics (pkg/controller/replicaset/metrics) each time it is
+// built, so from the second start on it logs "unable to register metrics"
+// ("duplicate metrics collector registration attempted"); the collectors
+// the first start registered are the same variables and keep counting.
 // The commands also record the feature-enablement metric
 // (kubernetes_feature_enabled) and the compatibility-version metric from
 // their own registry; AfterBarrier records both once, from the process gate
-// and the process registry, which hold the reconciled values. Each
+// and the process registry, which hold the reconciled values; it runs at
+// every start, so the metric shows this start's values (a gate an earlier
+// start turned on reads 0 again). Each
 // component's --show-hidden-metrics-for-version, --disabled-metrics and
 // --allow-metric-labels are applied by its own Config/Setup to the one
-// registry and accumulate (a union), as they are not reconciled. The
+// registry and accumulate (a union), as they are not reconciled, and
+// outlive the start that set them. The
 // package also imports what the upstream main packages import for metrics
 // (client-go metrics, kubernetes_build_info), --logging-format=json, and
 // time zone data. Why: a metric registered twice panics or is dropped;
@@ -103,7 +121,7 @@
 // adapters call none of them: the caller of Harness.Run owns signals and
 // cancels its context. What remains: scheduler.New installs a SIGUSR2
 // signal.Notify for its cache debugger, which stays registered after the
-// scheduler stopped.
+// scheduler stopped (one channel per start, no goroutine).
 //
 // Process exit. Upstream's leader-election callbacks exit the process
 // (kube-scheduler os.Exit(0) when its context ends and klog.FlushAndExit on a
@@ -118,17 +136,37 @@
 // when discovery returns nothing, which is why the controller-manager must
 // stop before the apiserver: the harness stops in reverse dependency order).
 //
-// Informer names. client-go keeps a process-wide set of informer names, and
-// registering a name twice fails. APIServer and Scheduler create theirs
-// ("kube-apiserver", "kube-scheduler") and release them when Run returns.
-// kube-controller-manager registers "kube-controller-manager" inside
-// CreateControllerContext, cannot be given one, and never releases it: a
-// second controller-manager in the same process cannot start, so
-// ControllerManager.Run checks first and says so.
+// Informer names. client-go keeps a process-wide set of informer names
+// (cache.NewInformerName), and registering a name that is still registered
+// fails ("informer name %q is already registered"). APIServer and Scheduler
+// create theirs ("kube-apiserver", "kube-scheduler"), give them to
+// upstream's options and release them when Run returns.
+// kube-controller-manager registers "kube-controller-manager" itself,
+// inside CreateControllerContext, and cannot be given one; the informer
+// factory's Shutdown releases it, but upstream's Run defers that only once
+// every controller was built: when CreateControllerContext fails after
+// registering the name (the apiserver not healthy within 10 s) or a
+// controller fails to build, the name stays registered for the life of the
+// process. ControllerManager.Run therefore checks that the name is free —
+// so a second controller-manager while one runs is refused, saying why,
+// with client-go's registry as the only record — and holds an InformerName of that name
+// of its own, which it releases at once — so that upstream can register the
+// name — and again when upstream's Run returned: client-go's Release
+// deletes the registry entry by name, which removes upstream's registration
+// too if it is still there. Upstream's own InformerName then stays marked
+// reserved, but only the stopped informers of that start refer to it. Why:
+// so that the controller-manager can start again in the same process after
+// it stopped or failed. (Should client-go one day release only its own
+// entry, the next start after such a failure fails with the "already
+// registered" error, naming the name — never silently.)
 //
 // Capabilities. kube-apiserver calls capabilities.Setup (allow-privileged,
-// connection limits), process-wide and first-caller-wins; only the apiserver
-// calls it, so its flags decide, as in a separate process.
+// connection limits), process-wide and first-caller-wins: a later start
+// would silently keep the first start's values. APIServer.Run sets them
+// from its own flags before upstream's call (with capabilities.ResetForTest,
+// the only reset upstream has), keeping the privileged pod sources, which
+// only a kubelet in the same process sets. Why: only the apiserver sets
+// them, so its flags — this start's — decide, as in a separate process.
 //
 // Version. component-base's version (what /version reports, the binary
 // version every effective version is derived from) is set by the linker.

@@ -25,12 +25,13 @@ import (
 // variable can tell.
 var processStart = time.Now()
 
-// Each full control-plane start runs in its own process: the test binary
+// Each control-plane scenario runs in its own process: the test binary
 // re-executes itself with childEnv naming the scenario, and TestChild runs
-// it. Upstream leaves process-wide state behind after a stop (the
-// controller-manager's informer name, the SIGUSR2 handler, the klog flush
-// daemon, metrics), so a second start in one process is not what these
-// tests are about; a second start in a fresh process is.
+// it. Upstream leaves process-wide state behind after a stop (the SIGUSR2
+// handler, the klog flush daemon, metrics; see doc.go for what the adapters
+// undo), so each scenario starts from a pristine process; the scenario of
+// TestThreeStartsInOneProcess then starts the control plane three times in
+// its one process.
 const childEnv = "KUBEHARNESS_TEST_CHILD"
 
 // Lines a child prints for its parent: results and the end marker. The

@@ -71,22 +71,38 @@ func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 // resetGate resets every value set on g (explicitly, or through AllAlpha and
 // AllBeta) to its default and sets g's versions to ev's.
 func resetGate(g featuregate.MutableVersionedFeatureGate, ev basecompat.EffectiveVersion) error {
-	var explicit, implied []featuregate.Feature
-	resolved := resolvedValues(g)
+	names := make([]featuregate.Feature, 0, 8)
 	for name := range g.GetAllVersioned() {
-		switch _, set := resolved[string(name)]; {
-		case g.ExplicitlySet(name):
+		names = append(names, name)
+	}
+	if err := resetValues(g, names); err != nil {
+		return err
+	}
+	return g.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion())
+}
+
+// resetValues resets every value set on g, of the features names, to its
+// default: first those set explicitly, then those AllAlpha/AllBeta set.
+func resetValues(g featuregate.MutableVersionedFeatureGate, names []featuregate.Feature) error {
+	resolved := resolvedValues(g)
+	var explicit []featuregate.Feature
+	for _, name := range names {
+		if g.ExplicitlySet(name) {
 			explicit = append(explicit, name)
-		case set:
-			implied = append(implied, name)
 		}
 	}
-	for _, name := range append(explicit, implied...) {
+	for _, name := range explicit {
+		delete(resolved, string(name))
 		if err := g.ResetFeatureValueToDefault(name); err != nil {
 			return fmt.Errorf("resetting %s: %w", name, err)
 		}
 	}
-	return g.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion())
+	for name := range resolved {
+		if err := g.ResetFeatureValueToDefault(featuregate.Feature(name)); err != nil {
+			return fmt.Errorf("resetting %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // NewScope creates the scope of one component. Names must be unique and
@@ -580,9 +596,8 @@ func (p *Plan) Apply() error {
 	if len(b.scopes) != len(p.Components) {
 		return fmt.Errorf("scoping: %d scopes exist but the plan reconciled %d; reconcile again", len(b.scopes), len(p.Components))
 	}
-	defaults := b.target.NewEffectiveVersion()
 	check := b.target.Gate.DeepCopy()
-	if err := resetAndSet(check, defaults, p); err != nil {
+	if err := b.resetAndSet(check, p); err != nil {
 		return fmt.Errorf("scoping: the process feature gate changed since the plan was made and no longer accepts it: %w", err)
 	}
 	if b.target.ApplyLogging != nil {
@@ -591,12 +606,12 @@ func (p *Plan) Apply() error {
 		}
 	}
 	// Validated on an identical copy: these cannot fail now.
-	if err := resetAndSet(b.target.Gate, defaults, p); err != nil {
+	if err := b.resetAndSet(b.target.Gate, p); err != nil {
 		return fmt.Errorf("scoping: applying the process feature gate: %w", err)
 	}
 	setVersion(b.targetVersion(), p)
 	for _, s := range b.scopes {
-		if err := s.seal(defaults, p); err != nil {
+		if err := s.seal(p); err != nil {
 			return err
 		}
 	}
@@ -606,22 +621,23 @@ func (p *Plan) Apply() error {
 	return nil
 }
 
-// resetAndSet puts the process gate back at its defaults (what an earlier
-// start set is not inherited), then sets the plan.
-func resetAndSet(g featuregate.MutableVersionedFeatureGate, defaults basecompat.EffectiveVersion, p *Plan) error {
-	if err := resetGate(g, defaults); err != nil {
+// resetAndSet puts a gate's values back at their defaults (what an earlier
+// start, or the scope's own parse, set is not inherited), then sets the
+// plan: its versions, then its overrides.
+func (b *Barrier) resetAndSet(g featuregate.MutableVersionedFeatureGate, p *Plan) error {
+	if err := resetValues(g, b.known); err != nil {
 		return err
 	}
 	return setGate(g, p)
 }
 
 // seal gives the scope the plan's gate and versions and seals it.
-func (s *Scope) seal(defaults basecompat.EffectiveVersion, p *Plan) error {
+func (s *Scope) seal(p *Plan) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state = scopeSealed
 	setVersion(s.effective, p)
-	if err := resetAndSet(s.gate, defaults, p); err != nil {
+	if err := s.barrier.resetAndSet(s.gate, p); err != nil {
 		return fmt.Errorf("scoping: applying to %s's gate: %w", s.name, err)
 	}
 	return nil

@@ -62,11 +62,10 @@ func (b *Barrier) Admit(scopes ...*Scope) error {
 	if len(conflicts) > 0 {
 		return &ConflictError{Conflicts: conflicts}
 	}
-	defaults := b.target.NewEffectiveVersion()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range scopes {
-		if err := s.seal(defaults, p); err != nil {
+		if err := s.seal(p); err != nil {
 			return err
 		}
 		for i, old := range b.scopes {
