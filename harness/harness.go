@@ -377,7 +377,7 @@ func (r *run) applyBarrier() error {
 	for _, w := range plan.Warnings {
 		r.log.Info("Warning: " + w)
 	}
-	if err := plan.Apply(); err != nil {
+	if err := r.barrier.Apply(plan); err != nil {
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
 	}
 	if r.h.AfterBarrier != nil {

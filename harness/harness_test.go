@@ -418,7 +418,7 @@ func TestDisjointGatesAppliedBeforeAnyRun(t *testing.T) {
 	require.NoError(t, <-errc)
 	plan := h.Status().Plan
 	require.NotNil(t, plan)
-	assert.Equal(t, map[string]bool{Foo: true, Bar: true, Baz: true}, plan.Overrides())
+	assert.Equal(t, map[string]bool{Foo: true, Bar: true, Baz: true}, plan.Overrides)
 }
 
 var _ = errors.New
@@ -431,7 +431,7 @@ func TestDryRun(t *testing.T) {
 		require.NoError(t, h.Add(b, []string{"--feature-gates=Bar=true"}, "kube-apiserver"))
 		plan, err := h.DryRun(t.Context())
 		require.NoError(t, err)
-		assert.Equal(t, map[string]bool{Foo: true, Bar: true}, plan.Overrides())
+		assert.Equal(t, map[string]bool{Foo: true, Bar: true}, plan.Overrides)
 		assert.False(t, target.Gate.Enabled(Foo), "nothing applied")
 		assert.False(t, a.runCalled.Load())
 		assert.Error(t, h.Run(t.Context()), "a dry-run harness does not run")

@@ -169,7 +169,7 @@ func TestHarness_ConcurrentParse_RaceFree(t *testing.T) {
 		plan, err := b.Reconcile()
 		require.NoError(t, err, "iteration %d", i)
 		require.Equal(t, []string{apiserver, kcm, scheduler}, slices.Sorted(slices.Values(plan.Components)), "iteration %d", i)
-		require.NoError(t, plan.Apply(), "iteration %d", i)
+		require.NoError(t, b.Apply(plan), "iteration %d", i)
 		require.Equal(t, on(Alpha1, Alpha2, Alpha3, BetaOn), view(target.Gate, allFeatures...), "iteration %d", i)
 	}
 }

@@ -85,8 +85,8 @@ func TestHarness_SequentialParse_EveryComponentsGatesApplied(t *testing.T) {
 
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, map[string]bool{Alpha1: true, Alpha2: true, Alpha3: true}, plan.Overrides())
-	require.NoError(t, plan.Apply())
+	assert.Equal(t, map[string]bool{Alpha1: true, Alpha2: true, Alpha3: true}, plan.Overrides)
+	require.NoError(t, b.Apply(plan))
 
 	want := on(Alpha1, Alpha2, Alpha3, BetaOn)
 	assert.Equal(t, want, view(target.Gate, allFeatures...), "process gate")
@@ -150,6 +150,6 @@ func TestHarness_SequentialParse_PrefixStylesMix(t *testing.T) {
 
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	assert.Equal(t, on(Alpha1, Alpha2, BetaOn), view(target.Gate, allFeatures...))
 }

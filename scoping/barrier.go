@@ -1,7 +1,6 @@
 package scoping
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,7 +30,8 @@ type Barrier struct {
 	mu      sync.Mutex
 	scopes  []*Scope
 	applied bool
-	plan    *Plan // the applied plan
+	made    *reconciled // by the last Reconcile
+	plan    *reconciled // the applied one
 }
 
 // Option configures a Barrier.
@@ -167,55 +167,23 @@ type FeatureState struct {
 	Requests        []Request `json:"requests,omitempty"`
 }
 
-// Plan is the reconciled result of every scope: what the barrier will apply.
-type Plan struct {
-	BinaryVersion           string   `json:"binaryVersion"`
-	EmulationVersion        string   `json:"emulationVersion"`
-	MinCompatibilityVersion string   `json:"minCompatibilityVersion"`
-	Components              []string `json:"components"`
-	// Features is every kube feature at the reconciled versions. A plan made
-	// by Reconcile computes it on first use: read it with FeatureStates (the
-	// JSON form includes it). A plan decoded from JSON has it filled.
-	Features []FeatureState  `json:"features"`
-	Logging  LoggingSettings `json:"logging,omitempty"`
-	Warnings []string        `json:"warnings,omitempty"`
-
+// reconciled is what the barrier keeps of a plan it made: the plan (plain
+// data, handed out) and the live parts Apply and Admit need.
+type reconciled struct {
+	*Plan
 	barrier         *Barrier
 	emu, min        *version.Version
-	overrides       map[string]bool
+	candidate       featuregate.MutableVersionedFeatureGate // the reconciled gate, a copy
+	requests        map[string][]Request
 	loggingRequests map[string][]Request
 	versionRequests map[string][]Request
-
-	featuresOnce sync.Once
-	candidate    featuregate.MutableVersionedFeatureGate // the reconciled gate, a copy
-	requests     map[string][]Request
-}
-
-// FeatureStates returns every kube feature at the reconciled versions:
-// stage, default, effective value, lock, source and who asked for what. It
-// is computed once, on first use, from a copy of the reconciled gate, so
-// that reconciling costs nothing for a table nobody reads.
-func (p *Plan) FeatureStates() []FeatureState {
-	p.featuresOnce.Do(func() {
-		if p.Features == nil && p.candidate != nil {
-			p.Features = featureStates(p.candidate, p.barrier.pristine, p.requests)
-		}
-	})
-	return p.Features
-}
-
-// MarshalJSON encodes the plan with its feature states.
-func (p *Plan) MarshalJSON() ([]byte, error) {
-	p.FeatureStates()
-	type fields Plan // the same fields, without this method
-	return json.Marshal((*fields)(p))
 }
 
 // Reconcile builds the plan from every scope of the barrier; all must have
 // parsed. Different values of one kube feature, of the kube emulated or
 // min-compatibility version, or of a logging setting, and settings that are
 // valid alone but not together, come back at once as a *ConflictError.
-// Reconcile changes nothing; Plan.Apply does.
+// Reconcile changes nothing; Apply does.
 //
 // It works in steps, each returning its own conflicts: collect every
 // scope's requests (its flags, and what its code changed in its gate);
@@ -234,7 +202,7 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{barrier: b, overrides: map[string]bool{}, Logging: LoggingSettings{}, Components: c.components, loggingRequests: c.logging}
+	p := &reconciled{Plan: &Plan{Overrides: map[string]bool{}, Logging: LoggingSettings{}, Components: c.components}, barrier: b, loggingRequests: c.logging}
 	versionConflicts := p.resolveVersions(c)
 	conflicts := append(versionConflicts, p.agreeLogging(c)...)
 	if len(versionConflicts) == 0 {
@@ -253,7 +221,11 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	}
 	p.versionRequests = map[string][]Request{"--emulated-version": c.emulated, "--min-compatibility-version": c.minCompat}
 	p.warn(c.emulated)
-	return p, nil
+	p.Features = featureStates(p.candidate, b.pristine, p.requests)
+	b.mu.Lock()
+	b.made = p
+	b.mu.Unlock()
+	return p.Plan, nil
 }
 
 // collected is every request of every scope, by setting.
@@ -315,7 +287,7 @@ func agree(kind ConflictKind, setting string, rs []Request) (string, *Conflict) 
 // (starting from the binary's defaults, not from what an earlier start
 // applied) and checks them against upstream's ranges. It sets the plan's
 // versions.
-func (p *Plan) resolveVersions(c *collected) []*Conflict {
+func (p *reconciled) resolveVersions(c *collected) []*Conflict {
 	ev := p.barrier.target.NewEffectiveVersion()
 	var conflicts []*Conflict
 	if len(c.emulated) > 0 {
@@ -352,7 +324,7 @@ func (p *Plan) resolveVersions(c *collected) []*Conflict {
 
 // atVersions is a copy of the base gate at the plan's versions, or nil when
 // they do not fit it.
-func (p *Plan) atVersions() featuregate.MutableVersionedFeatureGate {
+func (p *reconciled) atVersions() featuregate.MutableVersionedFeatureGate {
 	g := p.barrier.pristine.DeepCopy()
 	if err := g.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
 		return nil // checkCombination reports it
@@ -361,7 +333,7 @@ func (p *Plan) atVersions() featuregate.MutableVersionedFeatureGate {
 }
 
 // agreeLogging agrees on -v, --vmodule and --logging-format.
-func (p *Plan) agreeLogging(c *collected) []*Conflict {
+func (p *reconciled) agreeLogging(c *collected) []*Conflict {
 	var conflicts []*Conflict
 	for _, name := range loggingFlags {
 		if rs := c.logging[name]; len(rs) > 0 {
@@ -429,7 +401,7 @@ func expandAll(c *collected, g featuregate.MutableVersionedFeatureGate) {
 // agreeFeatures agrees per kube feature. Only requests a component made for
 // the feature itself become overrides; those implied by AllAlpha/AllBeta
 // need only agree.
-func (p *Plan) agreeFeatures(c *collected) []*Conflict {
+func (p *reconciled) agreeFeatures(c *collected) []*Conflict {
 	var conflicts []*Conflict
 	for _, name := range sortedKeys(c.features) {
 		rs := c.features[name]
@@ -439,7 +411,7 @@ func (p *Plan) agreeFeatures(c *collected) []*Conflict {
 			continue
 		}
 		if slices.ContainsFunc(rs, func(r Request) bool { return r.Via == "" }) {
-			p.overrides[name], _ = strconv.ParseBool(v)
+			p.Overrides[name], _ = strconv.ParseBool(v)
 		}
 	}
 	p.requests = c.features
@@ -450,7 +422,7 @@ func (p *Plan) agreeFeatures(c *collected) []*Conflict {
 // versions, on a copy of the base gate; each feature that does not fit is
 // a conflict naming who asked for it and who set the versions. It keeps the
 // reconciled gate for the plan's feature table.
-func (p *Plan) checkCombination(c *collected) []*Conflict {
+func (p *reconciled) checkCombination(c *collected) []*Conflict {
 	versionReqs := append(append([]Request(nil), c.emulated...), c.minCompat...)
 	sortRequests(versionReqs)
 	candidate := p.atVersions()
@@ -459,19 +431,19 @@ func (p *Plan) checkCombination(c *collected) []*Conflict {
 		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
 			Reason: fmt.Sprintf("the process feature gate's settings are not valid at this version: %v", err)}}
 	}
-	if err := candidate.SetFromMap(p.overrides); err != nil {
+	if err := candidate.SetFromMap(p.Overrides); err != nil {
 		// SetFromMap keeps the raw values even when it fails: attribute the
 		// failure feature by feature on fresh copies at the reconciled versions.
 		var conflicts []*Conflict
-		for _, name := range sortedKeys(p.overrides) {
-			if ferr := p.atVersions().SetFromMap(map[string]bool{name: p.overrides[name]}); ferr != nil {
+		for _, name := range sortedKeys(p.Overrides) {
+			if ferr := p.atVersions().SetFromMap(map[string]bool{name: p.Overrides[name]}); ferr != nil {
 				rs := append(append([]Request(nil), c.features[name]...), versionReqs...)
 				conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: fmt.Sprintf("feature gate %q", name), Requests: rs, Reason: ferr.Error()})
 			}
 		}
 		if len(conflicts) == 0 { // only the set as a whole fails: dependencies between features
 			var rs []Request
-			for _, name := range sortedKeys(p.overrides) {
+			for _, name := range sortedKeys(p.Overrides) {
 				rs = append(rs, c.features[name]...)
 			}
 			sortRequests(rs)
@@ -485,7 +457,7 @@ func (p *Plan) checkCombination(c *collected) []*Conflict {
 
 // warn records (and logs) that an emulated version below binary-1 may be
 // out of support, as the KEP-4330 discussion asked.
-func (p *Plan) warn(emulated []Request) {
+func (p *reconciled) warn(emulated []Request) {
 	bin := version.MustParse(p.BinaryVersion)
 	if !p.emu.LessThan(version.MajorMinor(bin.Major(), bin.Minor()).SubtractMinor(1)) {
 		return
@@ -569,29 +541,23 @@ func stageName(spec featuregate.FeatureSpec) string {
 	return string(spec.PreRelease)
 }
 
-// Overrides returns the kube features the plan sets explicitly, as
-// SetFromMap takes them.
-func (p *Plan) Overrides() map[string]bool {
-	out := make(map[string]bool, len(p.overrides))
-	for k, v := range p.overrides {
-		out[k] = v
-	}
-	return out
-}
-
 // Apply validates the plan against the target once more, on a copy, then
-// applies it once: the logging settings (if the target applies logging), the
+// applies it once — p must be the plan this barrier's last Reconcile
+// returned (a plan decoded from JSON, or another barrier's, is refused): the logging settings (if the target applies logging), the
 // process gate, the process registry's kube effective version, and back into
 // every scope's gate and effective version, so that every view answers the
 // same for every kube feature. Then the scopes are sealed. Apply is
 // all-or-nothing: an error leaves the process gate as it was. A second Apply
 // returns ErrAlreadyApplied.
-func (p *Plan) Apply() error {
-	b := p.barrier
+func (b *Barrier) Apply(plan *Plan) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.applied {
 		return ErrAlreadyApplied
+	}
+	p := b.made
+	if p == nil || p.Plan != plan {
+		return errors.New("scoping: Apply takes the plan this barrier's last Reconcile returned")
 	}
 	if len(b.scopes) != len(p.Components) {
 		return fmt.Errorf("scoping: %d scopes exist but the plan reconciled %d; reconcile again", len(b.scopes), len(p.Components))
@@ -617,14 +583,14 @@ func (p *Plan) Apply() error {
 	}
 	b.applied, b.plan = true, p
 	b.logger.Info("Barrier applied", "components", p.Components, "emulationVersion", p.EmulationVersion,
-		"minCompatibilityVersion", p.MinCompatibilityVersion, "overrides", len(p.overrides))
+		"minCompatibilityVersion", p.MinCompatibilityVersion, "overrides", len(p.Overrides))
 	return nil
 }
 
 // resetAndSet puts a gate's values back at their defaults (what an earlier
 // start, or the scope's own parse, set is not inherited), then sets the
 // plan: its versions, then its overrides.
-func (b *Barrier) resetAndSet(g featuregate.MutableVersionedFeatureGate, p *Plan) error {
+func (b *Barrier) resetAndSet(g featuregate.MutableVersionedFeatureGate, p *reconciled) error {
 	if err := resetValues(g, b.known); err != nil {
 		return err
 	}
@@ -632,7 +598,7 @@ func (b *Barrier) resetAndSet(g featuregate.MutableVersionedFeatureGate, p *Plan
 }
 
 // seal gives the scope the plan's gate and versions and seals it.
-func (s *Scope) seal(p *Plan) error {
+func (s *Scope) seal(p *reconciled) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state = scopeSealed
@@ -643,14 +609,14 @@ func (s *Scope) seal(p *Plan) error {
 	return nil
 }
 
-func setGate(g featuregate.MutableVersionedFeatureGate, p *Plan) error {
+func setGate(g featuregate.MutableVersionedFeatureGate, p *reconciled) error {
 	if err := g.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
 		return err
 	}
-	return g.SetFromMap(p.overrides)
+	return g.SetFromMap(p.Overrides)
 }
 
-func setVersion(ev basecompat.MutableEffectiveVersion, p *Plan) {
+func setVersion(ev basecompat.MutableEffectiveVersion, p *reconciled) {
 	ev.SetEmulationVersion(p.emu)
 	ev.SetMinCompatibilityVersion(p.min)
 }

@@ -1,6 +1,7 @@
 package scoping_test
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -245,7 +246,7 @@ func TestReconcile(t *testing.T) {
 			assert.Equal(t, tc.wantEmulation, plan.EmulationVersion)
 			assert.Equal(t, tc.wantMinCompat, plan.MinCompatibilityVersion)
 			assert.Equal(t, tc.wantWarning, len(plan.Warnings) > 0, "warnings: %v", plan.Warnings)
-			require.NoError(t, plan.Apply())
+			require.NoError(t, b.Apply(plan))
 
 			wantState := map[string]bool{}
 			for name := range features {
@@ -359,7 +360,7 @@ func TestPrivateRegistryComponentsAreNotReconciled(t *testing.T) {
 	require.NoError(t, c.Parse([]string{fg("wardle:Banana=false")}))
 	plan, err := b.Reconcile()
 	require.NoError(t, err, "private registry components never conflict")
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	assert.True(t, a.Registry().FeatureGateFor("wardle").Enabled("Banana"))
 	assert.False(t, c.Registry().FeatureGateFor("wardle").Enabled("Banana"))
 	assert.Equal(t, "1.1", a.Registry().EffectiveVersionFor("wardle").EmulationVersion().String())
@@ -375,9 +376,9 @@ func TestApplyOnceAndSeal(t *testing.T) {
 	assert.ErrorContains(t, scopes[apiserver].Parse(nil), "already parsed")
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	assert.True(t, b.Applied())
-	assert.ErrorIs(t, plan.Apply(), scoping.ErrAlreadyApplied)
+	assert.ErrorIs(t, b.Apply(plan), scoping.ErrAlreadyApplied)
 	_, err = b.Reconcile()
 	assert.ErrorIs(t, err, scoping.ErrAlreadyApplied)
 	assert.ErrorIs(t, scopes[apiserver].Parse(nil), scoping.ErrSealed)
@@ -395,7 +396,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		parseAll(t, b, map[string][]string{apiserver: {fg("AlphaA=true"), "--emulated-version=1.36"}}, apiserver)
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		assert.ErrorContains(t, plan.Apply(), "boom")
+		assert.ErrorContains(t, b.Apply(plan), "boom")
 		assert.Equal(t, before, gateState(target.Gate, testFeatures()))
 		assert.Equal(t, "1.37", target.Gate.EmulationVersion().String())
 		assert.Equal(t, "1.37", target.Registry.EffectiveVersionFor(scoping.KubeComponent).EmulationVersion().String())
@@ -413,7 +414,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		require.NoError(t, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{AlphaA: {AlphaB}}))
 		require.NoError(t, target.Gate.SetFromMap(map[string]bool{AlphaC: true}))
 		before := gateState(target.Gate, testFeatures())
-		assert.ErrorContains(t, plan.Apply(), "changed since the plan was made")
+		assert.ErrorContains(t, b.Apply(plan), "changed since the plan was made")
 		assert.Equal(t, before, gateState(target.Gate, testFeatures()))
 		assert.Equal(t, "1.37", target.Gate.EmulationVersion().String())
 		assert.False(t, target.Gate.ExplicitlySet(AlphaA))
@@ -430,7 +431,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		assert.True(t, scopes[apiserver].FeatureGate().Enabled(BetaOn), "a scope starts from the defaults")
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		require.NoError(t, plan.Apply())
+		require.NoError(t, b.Apply(plan))
 		assert.Equal(t, map[string]bool{AlphaA: true, BetaOn: true, LockedGA: true}, enabledOnly(gateState(target.Gate, testFeatures())))
 		assert.False(t, target.Gate.ExplicitlySet(AlphaC))
 	})
@@ -442,7 +443,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.NewScope("late")
 		require.NoError(t, err)
-		assert.ErrorContains(t, plan.Apply(), "reconcile again")
+		assert.ErrorContains(t, b.Apply(plan), "reconcile again")
 	})
 }
 
@@ -492,7 +493,7 @@ func TestPlanFeatures(t *testing.T) {
 		"at 1.35 BetaOn is alpha and off; at the 1.37 binary it is beta and on")
 	assert.Equal(t, scoping.FeatureState{Name: LockedGA, Stage: "Beta", Source: scoping.SourceEmulatedVersion}, byName[LockedGA])
 	assert.NotContains(t, byName, NewIn137, "not available at 1.35")
-	assert.Equal(t, map[string]bool{AlphaA: true}, plan.Overrides())
+	assert.Equal(t, map[string]bool{AlphaA: true}, plan.Overrides)
 	assert.Equal(t, "1.37", plan.BinaryVersion)
 }
 
@@ -516,4 +517,31 @@ func TestNewBarrierChecksTarget(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.NewScope("x")
 	assert.ErrorContains(t, err, "already exists")
+}
+
+// A plan is plain data: its feature table is there without asking, it
+// survives JSON, and only the barrier that made it applies it.
+func TestPlanIsPlainData(t *testing.T) {
+	target := newTarget(t, testFeatures())
+	b, err := scoping.NewBarrier(target)
+	require.NoError(t, err)
+	parseAll(t, b, map[string][]string{apiserver: {fg("AlphaA=true")}}, apiserver)
+	plan, err := b.Reconcile()
+	require.NoError(t, err)
+	require.Len(t, plan.Features, len(testFeatures())+2, "every feature, AllAlpha and AllBeta included")
+	data, err := json.Marshal(plan)
+	require.NoError(t, err)
+	var decoded scoping.Plan
+	require.NoError(t, json.Unmarshal(data, &decoded))
+	assert.Equal(t, plan.Features, decoded.Features)
+	assert.Equal(t, plan.Overrides, decoded.Overrides)
+	assert.ErrorContains(t, b.Apply(&decoded), "the plan this barrier's last Reconcile returned", "a decoded plan is refused, not a panic")
+	other, err := scoping.NewBarrier(newTarget(t, testFeatures()))
+	require.NoError(t, err)
+	assert.ErrorContains(t, other.Apply(plan), "last Reconcile returned")
+	again, err := json.Marshal(plan)
+	require.NoError(t, err)
+	assert.Equal(t, data, again, "encoding does not change the plan")
+	require.NoError(t, b.Apply(plan))
+	assert.True(t, target.Gate.Enabled(AlphaA))
 }

@@ -88,7 +88,7 @@ func BenchmarkBarrier(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := plan.Apply(); err != nil {
+				if err := bar.Apply(plan); err != nil {
 					b.Fatal(err)
 				}
 			}

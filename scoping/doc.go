@@ -15,7 +15,7 @@
 //	err := s.Parse(args)                                  // parse + scoped Set(); records what was asked, with flag text
 //	...                                                   // one scope per component; parse them concurrently
 //	plan, err := b.Reconcile()                            // *ConflictError with every conflict, or the plan
-//	err = plan.Apply()                                    // once: process gate, process "kube" version, every scope; then sealed
+//	err = b.Apply(plan)                                   // once: process gate, process "kube" version, every scope; then sealed
 //
 // A scope's gate is a deep copy of the process gate at its defaults, taken
 // when the barrier was created: every explicit value reset, the versions at

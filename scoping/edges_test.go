@@ -51,8 +51,8 @@ func TestCodeChangesAreRequests(t *testing.T) {
 
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		assert.Equal(t, map[string]bool{AlphaA: true}, plan.Overrides())
-		require.NoError(t, plan.Apply())
+		assert.Equal(t, map[string]bool{AlphaA: true}, plan.Overrides)
+		require.NoError(t, b.Apply(plan))
 		for name, g := range map[string]featuregate.FeatureGate{"process": target.Gate, scheduler: sched.FeatureGate(), apiserver: api.FeatureGate()} {
 			assert.True(t, g.Enabled(AlphaA), name)
 		}
@@ -70,7 +70,7 @@ func TestCodeChangesAreRequests(t *testing.T) {
 		require.NoError(t, scopes[scheduler].FeatureGate().SetFromMap(map[string]bool{AlphaB: true}))
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		require.NoError(t, plan.Apply())
+		require.NoError(t, b.Apply(plan))
 		assert.True(t, target.Gate.Enabled(AlphaB))
 		assert.True(t, scopes[apiserver].FeatureGate().Enabled(AlphaB))
 	})
@@ -104,7 +104,7 @@ func TestCodeChangesAreRequests(t *testing.T) {
 		require.NoError(t, sched.Parse([]string{fg("AlphaA=false")}))
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		assert.Equal(t, map[string]bool{AlphaA: false}, plan.Overrides())
+		assert.Equal(t, map[string]bool{AlphaA: false}, plan.Overrides)
 	})
 }
 
@@ -119,7 +119,7 @@ func TestLaterStartFromDefaults(t *testing.T) {
 		scopes := parseAll(t, b, args, apiserver, scheduler)
 		plan, err := b.Reconcile()
 		require.NoError(t, err)
-		require.NoError(t, plan.Apply())
+		require.NoError(t, b.Apply(plan))
 		return scopes
 	}
 	start(map[string][]string{apiserver: {fg("AlphaA=true", "AllBeta=false"), "--emulated-version=1.36"}, scheduler: {fg("AlphaB=true")}})
@@ -148,8 +148,8 @@ type startActions struct {
 // runStart plays one control-plane start on target: each component's code
 // changes, flags, then the barrier. It returns the scopes and, when every
 // parse succeeded, Reconcile's plan or error.
-func runStart(t *testing.T, target scoping.Target, comps []startActions) (scopes []*scoping.Scope, plan *scoping.Plan, parsed bool, err error) {
-	b, err := scoping.NewBarrier(target)
+func runStart(t *testing.T, target scoping.Target, comps []startActions) (b *scoping.Barrier, scopes []*scoping.Scope, plan *scoping.Plan, parsed bool, err error) {
+	b, err = scoping.NewBarrier(target)
 	require.NoError(t, err)
 	parsed = true
 	for i, a := range comps {
@@ -168,10 +168,10 @@ func runStart(t *testing.T, target scoping.Target, comps []startActions) (scopes
 		scopes = append(scopes, s)
 	}
 	if !parsed {
-		return scopes, nil, false, nil
+		return b, scopes, nil, false, nil
 	}
 	plan, err = b.Reconcile()
-	return scopes, plan, true, err
+	return b, scopes, plan, true, err
 }
 
 func sortedNames(m map[string]bool) []string {
@@ -231,7 +231,7 @@ func TestPropertyEveryViewAgrees(t *testing.T) {
 				a.codeSet = map[string]bool{n: v}
 			}
 		}
-		scopes, plan, parsed, err := runStart(t, target, comps)
+		b, scopes, plan, parsed, err := runStart(t, target, comps)
 		switch {
 		case !parsed:
 			badParse++
@@ -242,7 +242,7 @@ func TestPropertyEveryViewAgrees(t *testing.T) {
 			conflicts++
 			continue
 		}
-		require.NoError(t, plan.Apply(), "iteration %d: %+v", it, comps)
+		require.NoError(t, b.Apply(plan), "iteration %d: %+v", it, comps)
 		applied++
 		want := allState(target.Gate)
 		for _, s := range scopes {
@@ -254,9 +254,9 @@ func TestPropertyEveryViewAgrees(t *testing.T) {
 			}
 		}
 		fresh := newTarget(t, testFeatures())
-		_, freshPlan, _, err := runStart(t, fresh, comps)
+		fb, _, freshPlan, _, err := runStart(t, fresh, comps)
 		require.NoError(t, err)
-		require.NoError(t, freshPlan.Apply())
+		require.NoError(t, fb.Apply(freshPlan))
 		require.Equal(t, allState(fresh.Gate), want, "iteration %d: a later start differs from the same start in a fresh process: %+v", it, comps)
 		require.Equal(t, fresh.Gate.EmulationVersion().String(), target.Gate.EmulationVersion().String())
 	}

@@ -49,7 +49,7 @@ func ExampleBarrier() {
 		fmt.Println(err)
 		return
 	}
-	if err := plan.Apply(); err != nil {
+	if err := b.Apply(plan); err != nil {
 		fmt.Println(err)
 		return
 	}

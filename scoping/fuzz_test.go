@@ -50,7 +50,7 @@ func checkParseOutcome(t *testing.T, target scoping.Target, b *scoping.Barrier, 
 	if err != nil {
 		t.Fatalf("one valid scope cannot conflict with itself: %v", err)
 	}
-	if err := plan.Apply(); err != nil {
+	if err := b.Apply(plan); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	for name, r := range s.Requested().Features {

@@ -69,7 +69,7 @@ func TestProcessTarget(t *testing.T) {
 	assert.False(t, utilfeature.DefaultFeatureGate.Enabled(one), "parsing does not touch the process gate")
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	assert.True(t, utilfeature.DefaultFeatureGate.Enabled(one))
 	assert.True(t, utilfeature.DefaultFeatureGate.Enabled(two))
 	assert.Equal(t, plan.EmulationVersion, apiservercompat.DefaultComponentGlobalsRegistry.EffectiveVersionFor(scoping.KubeComponent).EmulationVersion().String())
@@ -100,7 +100,7 @@ func TestApplyLoggingSettings(t *testing.T) {
 	require.NoError(t, s.Parse([]string{"--v=3"}))
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	err = plan.Apply()
+	err = b.Apply(plan)
 	var le *scoping.LoggingError
 	require.ErrorAs(t, err, &le)
 	assert.ErrorIs(t, err, scoping.ErrLoggingChanged)

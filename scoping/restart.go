@@ -78,7 +78,7 @@ func (b *Barrier) Admit(scopes ...*Scope) error {
 }
 
 // admit compares one component's new requests with the settings in force.
-func (p *Plan) admit(component string, c *collected) []*Conflict {
+func (p *reconciled) admit(component string, c *collected) []*Conflict {
 	const reason = "a restarted component cannot change a process-wide setting while the others run"
 	inForce := func(setting string, value string, rs []Request) *Conflict {
 		var others []Request
@@ -143,7 +143,7 @@ func (p *Plan) admit(component string, c *collected) []*Conflict {
 
 // requestsFor returns the requests in force for a setting ("feature gate
 // \"Foo\"", "--emulated-version", "--v").
-func (p *Plan) requestsFor(setting string) []Request {
+func (p *reconciled) requestsFor(setting string) []Request {
 	switch setting {
 	case "--emulated-version", "--min-compatibility-version":
 		return p.versionRequests[setting]

@@ -17,7 +17,7 @@ func applied(t *testing.T, target scoping.Target, args map[string][]string) (*sc
 	scopes := parseAll(t, b, args, apiserver, scheduler)
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	return b, scopes
 }
 

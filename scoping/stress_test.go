@@ -45,7 +45,7 @@ func TestConcurrentParseStress(t *testing.T) {
 		plan, err := b.Reconcile()
 		require.NoError(t, err, "iteration %d", i)
 		require.Len(t, plan.Components, n)
-		require.Equal(t, map[string]bool{AlphaA: true, AlphaB: true, AlphaC: true}, plan.Overrides(), "iteration %d", i)
-		require.NoError(t, plan.Apply())
+		require.Equal(t, map[string]bool{AlphaA: true, AlphaB: true, AlphaC: true}, plan.Overrides, "iteration %d", i)
+		require.NoError(t, b.Apply(plan))
 	}
 }

@@ -268,7 +268,7 @@ func harnessScenario(t *testing.T) result {
 	wg.Wait()
 	plan, err := b.Reconcile()
 	require.NoError(t, err)
-	require.NoError(t, plan.Apply())
+	require.NoError(t, b.Apply(plan))
 	r.Enabled = enabled(apiserverGate, schedulerGate, kcmGate)
 	r.Emulated = plan.EmulationVersion
 	return r
