@@ -196,7 +196,7 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	applied := b.applied
 	b.mu.Unlock()
 	if applied {
-		return nil, ErrAlreadyApplied
+		return nil, ErrSealed
 	}
 	c, err := collect(scopes)
 	if err != nil {
@@ -548,12 +548,12 @@ func stageName(spec featuregate.FeatureSpec) string {
 // every scope's gate and effective version, so that every view answers the
 // same for every kube feature. Then the scopes are sealed. Apply is
 // all-or-nothing: an error leaves the process gate as it was. A second Apply
-// returns ErrAlreadyApplied.
+// returns ErrSealed.
 func (b *Barrier) Apply(plan *Plan) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.applied {
-		return ErrAlreadyApplied
+		return ErrSealed
 	}
 	p := b.made
 	if p == nil || p.Plan != plan {

@@ -3,17 +3,14 @@ package scoping
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 )
 
-// ErrSealed is returned when a scope is parsed or created after the
-// barrier applied its plan: the process-wide state is final by then.
-var ErrSealed = errors.New("scoping: the barrier has already applied; scopes are sealed")
-
-// ErrAlreadyApplied is returned by Plan.Apply when the barrier that made the
-// plan has already applied a plan. Process-wide state is applied once.
-var ErrAlreadyApplied = errors.New("scoping: the barrier has already applied a plan; process-wide state is applied once")
+// ErrSealed is returned by NewScope, Parse, Reconcile and Apply once the
+// barrier applied its plan: process-wide state is applied once per barrier
+// and final by then (a restart of one component goes through Rescope and
+// Admit; a new control-plane start, through a new barrier).
+var ErrSealed = errors.New("scoping: the barrier has already applied its plan; scopes are sealed")
 
 // FlagError is bad input in one component's arguments: an unknown flag, a
 // malformed value, an unknown feature or registry component, a version out
@@ -40,38 +37,6 @@ func (e *FlagError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *FlagError) Unwrap() error { return e.Err }
-
-// Request is one component's explicit request for a process-wide setting:
-// the scope that asked, the value it asked for, and the flag text that
-// carried it, e.g. {kube-scheduler, "false", "--feature-gates=Foo=false"}.
-//
-// A request the component's own code made (a value it set on its scope's
-// gate, a default it overrode) has Source SourceCode and a Flag of
-// CodeSetFlag or CodeDefaultFlag. A request implied by AllAlpha or AllBeta
-// has Via set to that gate and the Flag that gave it.
-type Request struct {
-	Component string `json:"component"`
-	Value     string `json:"value"`
-	Flag      string `json:"flag"`
-	// Source is SourceCode for a request the component's code made; empty
-	// for a flag.
-	Source Source `json:"source,omitempty"`
-	// Via is "AllAlpha" or "AllBeta" when the request is one feature of such
-	// a flag: `--feature-gates=AllAlpha=true` asks for every alpha feature.
-	Via string `json:"via,omitempty"`
-}
-
-// The Flag text of requests a component's code made.
-const (
-	// CodeSetFlag: the component's code set the value on its scope's gate.
-	CodeSetFlag = "set in the component's code"
-	// CodeDefaultFlag: the component's code overrode the default in its scope's gate.
-	CodeDefaultFlag = "default overridden in the component's code"
-)
-
-func (r Request) String() string {
-	return fmt.Sprintf("%s sets %s (%s)", r.Component, r.Value, r.Flag)
-}
 
 // ConflictKind says which process-wide setting a Conflict is about.
 type ConflictKind int
@@ -171,10 +136,6 @@ func (e *ConflictError) Unwrap() []error {
 		out[i] = c
 	}
 	return out
-}
-
-func sortRequests(rs []Request) {
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Component < rs[j].Component })
 }
 
 // LoggingError is the barrier failing to apply the reconciled logging
