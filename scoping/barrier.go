@@ -221,6 +221,7 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	}
 	p.versionRequests = map[string][]Request{"--emulated-version": c.emulated, "--min-compatibility-version": c.minCompat}
 	p.warn(c.emulated)
+	p.warnLogging()
 	p.Features = featureStates(p.candidate, b.pristine, p.requests)
 	b.mu.Lock()
 	b.made = p
@@ -470,6 +471,24 @@ func (p *reconciled) warn(emulated []Request) {
 		p.EmulationVersion, bin, strings.Join(who, ", "), p.EmulationVersion)
 	p.Warnings = append(p.Warnings, w)
 	p.barrier.logger.Info("Warning: "+w, "emulationVersion", p.EmulationVersion, "binaryVersion", bin.String())
+}
+
+// warnLogging records that the logging flags some component set are not
+// applied, when the target does not apply logging (a binary that applied
+// component-base logging itself).
+func (p *reconciled) warnLogging() {
+	if p.barrier.target.ApplyLogging != nil || len(p.Logging) == 0 {
+		return
+	}
+	var set []string
+	for _, name := range loggingFlags {
+		for _, r := range p.loggingRequests[name] {
+			set = append(set, r.Flag+" ("+r.Component+")")
+		}
+	}
+	w := "logging is not applied by the barrier (the target's ApplyLogging is nil: the binary applies logging itself), so " + strings.Join(set, ", ") + " take no effect"
+	p.Warnings = append(p.Warnings, w)
+	p.barrier.logger.Info("Warning: " + w)
 }
 
 func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, features map[string][]Request) []FeatureState {

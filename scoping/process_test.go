@@ -107,3 +107,24 @@ func TestApplyLoggingSettings(t *testing.T) {
 	assert.ErrorContains(t, err, "scoping: applying logging settings --v=3 (kube-scheduler): logging was applied earlier in this process with other settings")
 	assert.False(t, b.Applied())
 }
+
+// A binary that applied logging itself: ApplyLogging nil, the barrier does
+// not touch logsapi, and says that the components' logging flags take no
+// effect.
+func TestProcessTargetWithoutLogging(t *testing.T) {
+	restoreProcessGlobals(t)
+	target := scoping.ProcessTarget()
+	target.ApplyLogging = nil
+	b, err := scoping.NewBarrier(target, scoping.WithLogger(logr.Discard()))
+	require.NoError(t, err)
+	s, err := b.NewScope("kube-scheduler")
+	require.NoError(t, err)
+	logsapi.AddFlags(logsapi.NewLoggingConfiguration(), s.FlagSet())
+	require.NoError(t, s.Parse([]string{"--v=7"}))
+	plan, err := b.Reconcile()
+	require.NoError(t, err)
+	require.NoError(t, b.Apply(plan), "no 'logging changed' error: logsapi is not called")
+	require.Len(t, plan.Warnings, 1)
+	assert.Contains(t, plan.Warnings[0], "--v=7 (kube-scheduler) take no effect")
+	assert.False(t, klog.V(7).Enabled())
+}

@@ -39,6 +39,11 @@ type Target struct {
 // ProcessTarget is the process-wide state upstream components read:
 // utilfeature.DefaultMutableFeatureGate, compatibility.DefaultComponentGlobalsRegistry
 // and, for logging, component-base's logsapi (applied once per process).
+//
+// A binary that applies component-base logging itself (logsapi.ValidateAndApply
+// from its own flags or config) sets ApplyLogging to nil: the barrier then
+// reconciles the components' -v, --vmodule and --logging-format but applies
+// none of them, and says so in Plan.Warnings when some component set one.
 func ProcessTarget() Target {
 	return Target{
 		Gate:                utilfeature.DefaultMutableFeatureGate,
