@@ -107,7 +107,8 @@ func (h *Harness) Handler() http.Handler {
 			return
 		}
 		if wantsText(r) {
-			writeText(w, func(tw *tabwriter.Writer) { WriteFeatureTable(tw, plan, false) })
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_ = plan.WriteTable(w, scoping.AllFeatures)
 			return
 		}
 		writeJSON(w, http.StatusOK, plan)
@@ -128,26 +129,15 @@ func (h *Harness) Handler() http.Handler {
 	return mux
 }
 
-// WriteFeatureTable writes the plan's features as a table: NAME, STAGE,
-// ENABLED, DEFAULT, SOURCE, SET-BY (component and flag for each request).
-// With changedOnly, only the features someone set, or whose value is not
-// their binary default, are listed.
+// WriteFeatureTable writes the plan's features as a table.
+//
+// Deprecated: use plan.WriteTable, which writes to any io.Writer.
 func WriteFeatureTable(tw *tabwriter.Writer, plan *scoping.Plan, changedOnly bool) {
-	fmt.Fprintf(tw, "EMULATED: %s\tMIN-COMPATIBILITY: %s\tBINARY: %s\n\n", plan.EmulationVersion, plan.MinCompatibilityVersion, plan.BinaryVersion)
-	fmt.Fprintf(tw, "NAME\tSTAGE\tENABLED\tDEFAULT\tSOURCE\tSET-BY\n")
-	for _, f := range plan.FeatureStates() {
-		if changedOnly && f.Enabled == f.Default && f.Source == scoping.SourceDefault {
-			continue
-		}
-		var by []string
-		for _, r := range f.Requests {
-			by = append(by, r.Component+" "+r.Flag)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%t\t%t\t%s\t%s\n", f.Name, f.Stage, f.Enabled, f.Default, f.Source, strings.Join(by, "; "))
+	rows := scoping.AllFeatures
+	if changedOnly {
+		rows = scoping.ChangedFeatures
 	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(tw, "\nWarning: %s\n", w)
-	}
+	_ = plan.WriteTable(tw, rows)
 }
 
 func wantsText(r *http.Request) bool {

@@ -3,6 +3,7 @@ package scoping_test
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -89,4 +90,25 @@ func ExampleConflictError() {
 	//   feature gate "Foo": kube-apiserver sets true (--feature-gates=Foo=true), kube-scheduler sets false (--feature-gates=Foo=false)
 	// [kube-apiserver kube-scheduler]
 	// Foo applied: false
+}
+
+// The plan as a table: who asked for what, with which flag. The status
+// endpoint and a dry run print this.
+func ExamplePlan_WriteTable() {
+	b, _ := scoping.NewBarrier(exampleTarget(), scoping.WithLogger(logr.Discard()))
+	for _, c := range []struct{ name, arg string }{{"kube-apiserver", "--feature-gates=Foo=true"}, {"kube-scheduler", "--feature-gates=AllAlpha=true"}} {
+		s, _ := b.NewScope(c.name)
+		s.AddFlags()
+		_ = s.Parse([]string{c.arg})
+	}
+	plan, _ := b.Reconcile()
+	_ = plan.WriteTable(os.Stdout, scoping.ChangedFeatures)
+	// Output:
+	// EMULATED: 1.37  MIN-COMPATIBILITY: 1.36  BINARY: 1.37
+	//
+	// NAME      STAGE  ENABLED  DEFAULT  SOURCE  SET-BY
+	// AllAlpha  Alpha  true     false    flag    kube-scheduler --feature-gates=AllAlpha=true
+	// Bar       Alpha  true     false    flag    kube-scheduler --feature-gates=AllAlpha=true
+	// Baz       Alpha  true     false    flag    kube-scheduler --feature-gates=AllAlpha=true
+	// Foo       Alpha  true     false    flag    kube-apiserver --feature-gates=Foo=true; kube-scheduler --feature-gates=AllAlpha=true
 }
