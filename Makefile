@@ -76,12 +76,12 @@ bench-core:
 build:
 	cd examples/k3s-like && $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/bin/k3s-like .
 
-# Generated code of examples/k3s-like/apis (deep-copy functions and the
-# Feature CRD YAML), from the Go types' kubebuilder markers; the output is
+# Generated code of components/apis (deep-copy functions and the Feature
+# CRD YAML), from the Go types' kubebuilder markers; the output is
 # committed. controller-gen comes from the Go module proxy at a pinned version.
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 generate:
-	cd examples/k3s-like && $(CONTROLLER_GEN) object paths=./apis/... \
+	cd components && $(CONTROLLER_GEN) object paths=./apis/... \
 		&& $(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=./apis/features/v1alpha1/crd
 
 # The control plane on its embedded defaults, data under .data/ (git-ignored).

@@ -1,8 +1,9 @@
 // Package testenv starts what a test (or an example binary) needs around
 // the three real control-plane components: the PKI (package pki), an
-// embedded etcd on loopback with TLS and client-certificate authentication,
-// free loopback ports, and the flags each upstream component needs to run
-// against them. It starts none of the components itself.
+// embedded etcd (package etcd) on loopback with TLS and client-certificate
+// authentication, free loopback ports, and the flags each upstream
+// component needs to run against them. It starts none of the components
+// itself.
 package testenv
 
 import (
@@ -11,96 +12,84 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
-// Etcd is an embedded single-member etcd listening on loopback: clients on
-// https with client-certificate authentication, the peer port on plain
-// http (there are no peers).
+// Etcd is the control plane's etcd (package etcd) started on its own,
+// outside a harness: a single member on loopback, clients on https with
+// client-certificate authentication.
 type Etcd struct {
 	// ClientURL is https://127.0.0.1:<port>.
 	ClientURL string
-	e         *embed.Etcd
-	tls       transport.TLSInfo
-	closeOnce sync.Once
+	e         *etcd.Etcd
+	files     *pki.Files
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
-// StartEtcd starts etcd with its data in dir, serving with files.EtcdServer
-// and trusting files.EtcdCA, and waits until it is ready (at most a minute).
-// Its log goes to stderr at level warn.
-func StartEtcd(dir string, files *pki.Files) (*Etcd, error) {
+// EtcdConfig is the configuration of an etcd (package etcd) with its data
+// in dir, serving with files.EtcdServer and trusting files.EtcdCA, on two
+// free loopback ports, logging at level warn, without fsync (a test's data
+// is thrown away).
+func EtcdConfig(dir string, files *pki.Files) (etcd.Config, error) {
 	clientPort, err := FreePort()
 	if err != nil {
-		return nil, err
+		return etcd.Config{}, err
 	}
 	peerPort, err := FreePort()
 	if err != nil {
+		return etcd.Config{}, err
+	}
+	return etcd.Config{
+		DataDir:       dir,
+		ClientPort:    clientPort,
+		PeerPort:      peerPort,
+		CertFile:      files.EtcdServer.CertFile,
+		KeyFile:       files.EtcdServer.KeyFile,
+		TrustedCAFile: files.EtcdCA.CertFile,
+		UnsafeNoFsync: true,
+	}, nil
+}
+
+// StartEtcd starts etcd with EtcdConfig(dir, files) and waits until it is
+// ready (at most a minute). It logs through klog.
+func StartEtcd(dir string, files *pki.Files) (*Etcd, error) {
+	cfg, err := EtcdConfig(dir, files)
+	if err != nil {
 		return nil, err
 	}
-	cfg := embed.NewConfig()
-	cfg.Name = "kubeharness"
-	cfg.Dir = dir
-	cfg.Logger = "zap"
-	cfg.LogLevel = "warn"
-	cfg.LogOutputs = []string{"stderr"}
-	cfg.UnsafeNoFsync = true // a test's data is thrown away
-	clientURL := url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ClientTLSInfo = transport.TLSInfo{
-		CertFile:       files.EtcdServer.CertFile,
-		KeyFile:        files.EtcdServer.KeyFile,
-		TrustedCAFile:  files.EtcdCA.CertFile,
-		ClientCertAuth: true,
+	e := etcd.New(cfg)
+	ctx, stop := context.WithCancel(context.Background())
+	out := &Etcd{ClientURL: e.ClientURL(), e: e, files: files, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(out.done)
+		_ = e.Run(ctx) // its error is Ready's
+	}()
+	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := e.Ready(readyCtx); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("testenv: etcd not ready: %w", err)
 	}
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: starting etcd: %w", err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("testenv: etcd failed: %w", err)
-	case <-time.After(time.Minute):
-		e.Close()
-		return nil, errors.New("testenv: etcd not ready within a minute")
-	}
-	return &Etcd{
-		ClientURL: clientURL.String(),
-		e:         e,
-		tls: transport.TLSInfo{
-			CertFile:      files.APIServerEtcdClient.CertFile,
-			KeyFile:       files.APIServerEtcdClient.KeyFile,
-			TrustedCAFile: files.EtcdCA.CertFile,
-		},
-	}, nil
+	return out, nil
 }
 
 // Client returns an etcd client authenticated with the apiserver's etcd
 // client certificate. Close it.
 func (e *Etcd) Client() (*clientv3.Client, error) {
-	tlsCfg, err := e.tls.ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	return clientv3.New(clientv3.Config{Endpoints: []string{e.ClientURL}, TLS: tlsCfg, DialTimeout: 5 * time.Second})
+	return e.e.Client(klog.Background(), e.files.APIServerEtcdClient.CertFile, e.files.APIServerEtcdClient.KeyFile)
 }
 
 // KeyCount returns how many keys exist under prefix.
@@ -118,7 +107,10 @@ func (e *Etcd) KeyCount(ctx context.Context, prefix string) (int64, error) {
 }
 
 // Close stops etcd and waits for it. It may be called more than once.
-func (e *Etcd) Close() { e.closeOnce.Do(e.e.Close) }
+func (e *Etcd) Close() {
+	e.stop()
+	<-e.done
+}
 
 // FreePort returns a TCP port that was free on 127.0.0.1 a moment ago,
 // chosen at random below the kernel's ephemeral port range: a port the
@@ -189,11 +181,7 @@ func Start(dir string) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	etcdDir := filepath.Join(dir, "etcd")
-	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
-		return nil, err
-	}
-	if cp.Etcd, err = StartEtcd(etcdDir, cp.PKI); err != nil {
+	if cp.Etcd, err = StartEtcd(filepath.Join(dir, "etcd"), cp.PKI); err != nil {
 		return nil, err
 	}
 	return cp, nil

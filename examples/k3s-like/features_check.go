@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
-	featuresv1alpha1 "github.com/kubeharness/kubeharness/examples/k3s-like/apis/features/v1alpha1"
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
 )
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -245,8 +246,7 @@ func TestFeatureDiscovery(t *testing.T) {
 // TestFeatureDiscoveryHA: two servers on one external etcd with different
 // gates; each Feature holds both servers' views.
 func TestFeatureDiscoveryHA(t *testing.T) {
-	endpoint := externalEtcd(t)
-	ha := []string{"--datastore-endpoint=" + endpoint, "--token=e2e-secret"}
+	ha := slices.Clip(append(externalEtcd(t), "--token=e2e-secret")) // the appends below share no backing array
 	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
 	a.start(append(ha, "--node-name=server-a", "--kube-apiserver-arg=feature-gates=StatefulSetRecreateStrategy=true")...)
 	a.waitReady(90 * time.Second)

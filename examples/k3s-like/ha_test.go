@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -12,35 +13,32 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/etcd/server/v3/embed"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // externalEtcd starts a single-member etcd on loopback for the test, as an
-// operator's external datastore would be, and returns its client URL.
-func externalEtcd(t *testing.T) string {
-	p := freePorts(t, 2)
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.LogLevel = "error"
-	client := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(p[0])}
-	peer := url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(p[1])}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
+// operator's external datastore would be (package components/etcd, through
+// testenv: TLS with client certificates, its own PKI), and returns the
+// server flags that point at it.
+func externalEtcd(t *testing.T) []string {
+	dir := t.TempDir()
+	files, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "pki"), APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	e, err := testenv.StartEtcd(filepath.Join(dir, "etcd"), files)
 	require.NoError(t, err)
 	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("external etcd not ready")
+	return []string{
+		"--datastore-endpoint=" + e.ClientURL,
+		"--datastore-cafile=" + files.EtcdCA.CertFile,
+		"--datastore-certfile=" + files.APIServerEtcdClient.CertFile,
+		"--datastore-keyfile=" + files.APIServerEtcdClient.KeyFile,
 	}
-	return client.String()
 }
 
 func leaderElection(t *testing.T, s *server) map[string]components.LeaderElection {
@@ -65,8 +63,7 @@ func holder(ctx context.Context, c kubernetes.Interface, lease string) string {
 // one controller-manager hold the leases; killing the scheduler's holder
 // hands both leases to the other within 30 s and scheduling goes on.
 func TestHA(t *testing.T) {
-	endpoint := externalEtcd(t)
-	ha := []string{"--datastore-endpoint=" + endpoint, "--token=e2e-secret"}
+	ha := append(externalEtcd(t), "--token=e2e-secret")
 	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
 	a.start(ha...)
 	a.waitReady(90 * time.Second)
@@ -126,12 +123,12 @@ func TestHA(t *testing.T) {
 }
 
 func TestHAWrongTokenFails(t *testing.T) {
-	endpoint := externalEtcd(t)
+	datastore := externalEtcd(t)
 	a := newServer(t, t.TempDir())
-	a.start("--datastore-endpoint="+endpoint, "--token=right")
+	a.start(append(slices.Clip(datastore), "--token=right")...)
 	a.waitReady(90 * time.Second)
 	b := newServer(t, t.TempDir())
-	b.start("--datastore-endpoint="+endpoint, "--token=wrong")
+	b.start(append(slices.Clip(datastore), "--token=wrong")...)
 	code, _ := b.wait(30 * time.Second)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, lastLine(b.stderr.String()), "cannot be decrypted with this --token")

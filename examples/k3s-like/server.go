@@ -25,11 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cli"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datastore"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurepub"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -136,25 +136,38 @@ func (o *serverOptions) apiserverURL() string {
 
 func (o *serverOptions) externalDatastore() bool { return o.datastoreEndpoint != "" }
 
+// etcdConfig is the embedded etcd's: data in DATA_DIR/etcd, loopback ports,
+// the etcd certificates of components/pki's layout in DATA_DIR/tls.
+func (o *serverOptions) etcdConfig() etcd.Config {
+	return etcd.Config{
+		DataDir:       filepath.Join(o.dataDir, "etcd"),
+		ClientPort:    o.etcdClientPort,
+		PeerPort:      o.etcdPeerPort,
+		CertFile:      o.tls("etcd/server.crt"),
+		KeyFile:       o.tls("etcd/server.key"),
+		TrustedCAFile: o.tls("etcd/ca.crt"),
+	}
+}
+
 // componentArgs are each component's upstream arguments: the server's
 // defaults, the shorthands, then the user's --kube-*-arg values.
 func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	if err := o.checkShorthands(); err != nil {
 		return nil, err
 	}
-	var short []cli.Arg
+	var short []kubeargs.Arg
 	if o.featureGates != "" {
-		short = append(short, cli.Arg{Key: "feature-gates", Value: o.featureGates})
+		short = append(short, kubeargs.Arg{Key: "feature-gates", Value: o.featureGates})
 	}
 	if o.emulatedVersion != "" {
-		short = append(short, cli.Arg{Key: "emulated-version", Value: o.emulatedVersion})
+		short = append(short, kubeargs.Arg{Key: "emulated-version", Value: o.emulatedVersion})
 	}
-	etcdServers, etcdCA, etcdCert, etcdKey := "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdClientPort)), o.tls("etcd/ca.crt"), o.tls("etcd/client-kube-apiserver.crt"), o.tls("etcd/client-kube-apiserver.key")
+	etcdServers, etcdCA, etcdCert, etcdKey := o.etcdConfig().ClientURL(), o.tls("etcd/ca.crt"), o.tls("etcd/client-kube-apiserver.crt"), o.tls("etcd/client-kube-apiserver.key")
 	if o.externalDatastore() {
 		etcdServers, etcdCA, etcdCert, etcdKey = o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey
 	}
 	leaderElect := strconv.FormatBool(o.externalDatastore()) // more than one server can exist only on an external datastore
-	defaults := map[string][]cli.Arg{
+	defaults := map[string][]kubeargs.Arg{
 		components.APIServerName: {
 			{Key: "etcd-servers", Value: etcdServers},
 			{Key: "etcd-cafile", Value: etcdCA},
@@ -219,11 +232,11 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	}
 	out := map[string][]string{}
 	for name, d := range defaults {
-		extra, err := cli.ParseExtraArgs(flagNames[name], user[name])
+		extra, err := kubeargs.Parse(flagNames[name], user[name])
 		if err != nil {
 			return nil, err
 		}
-		out[name] = cli.Merge(d, short, extra)
+		out[name] = kubeargs.Merge(d, short, extra)
 	}
 	return out, nil
 }
@@ -277,18 +290,11 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	cp := &controlPlane{h: h}
 	apiDeps := []string{}
 	if !o.externalDatastore() {
-		etcd := &datastore.Embedded{
-			DataDir:       filepath.Join(o.dataDir, "etcd"),
-			ClientURL:     "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdClientPort)),
-			PeerURL:       "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.etcdPeerPort)),
-			CertFile:      o.tls("etcd/server.crt"),
-			KeyFile:       o.tls("etcd/server.key"),
-			TrustedCAFile: o.tls("etcd/ca.crt"),
-		}
-		if err := h.Add(etcd, nil); err != nil {
+		db := etcd.New(o.etcdConfig())
+		if err := h.Add(db, nil); err != nil {
 			return nil, err
 		}
-		apiDeps = append(apiDeps, etcd.Name())
+		apiDeps = append(apiDeps, db.Name())
 	}
 	if err := h.Add(components.NewAPIServer(), args[components.APIServerName], apiDeps...); err != nil {
 		return nil, err
@@ -315,10 +321,12 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		pubDeps = append(pubDeps, components.ControllerManagerName)
 	}
 	pub := &featurepub.Publisher{
-		Server:     o.nodeName,
-		Kubeconfig: o.adminKubeconfig(),
-		Plan:       func() *scoping.Plan { return h.Status().Plan },
-		Logf:       func(format string, a ...any) { fmt.Fprintf(os.Stderr, "k3s-like: "+format+"\n", a...) },
+		Server:       o.nodeName,
+		FieldManager: "k3s-like/" + o.nodeName,
+		UserAgent:    "k3s-like-feature-publisher",
+		Kubeconfig:   o.adminKubeconfig(),
+		Plan:         func() *scoping.Plan { return h.Status().Plan },
+		Logf:         func(format string, a ...any) { fmt.Fprintf(os.Stderr, "k3s-like: "+format+"\n", a...) },
 	}
 	if err := h.Add(pub, nil, pubDeps...); err != nil {
 		return nil, err

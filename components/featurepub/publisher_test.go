@@ -1,4 +1,4 @@
-package featurepub
+package featurepub_test
 
 import (
 	"testing"
@@ -8,21 +8,24 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	featuresv1alpha1 "github.com/kubeharness/kubeharness/examples/k3s-like/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components"
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 func TestFeatures(t *testing.T) {
 	plan := &scoping.Plan{
 		BinaryVersion: "1.37", EmulationVersion: "1.37",
-		Components: []string{"etcd", "kube-apiserver", "kube-scheduler"},
+		Components: []string{etcd.Name, components.APIServerName, components.SchedulerName},
 		Features: []scoping.FeatureState{
 			{Name: "SchedulerPreQueueingHints", Stage: "Alpha", Enabled: true, Source: scoping.SourceFlag,
 				Requests: []scoping.Request{{Component: "kube-scheduler", Value: "true", Flag: "--feature-gates=SchedulerPreQueueingHints=true"}}},
 			{Name: "AllAlpha", Stage: "Alpha", Source: scoping.SourceDefault},
 		},
 	}
-	fs := Features(plan, "node-1")
+	fs := featurepub.Features(plan, "node-1")
 	require.Len(t, fs, 2)
 	f := fs[0]
 	assert.Equal(t, "schedulerprequeueinghints", f.Name)
@@ -30,7 +33,7 @@ func TestFeatures(t *testing.T) {
 	assert.Equal(t, "kube-scheduler=true", f.Status.SetBy)
 	require.Len(t, f.Status.Servers, 1)
 	assert.Equal(t, []featuresv1alpha1.ComponentFeature{
-		{Name: "etcd"},
+		{Name: etcd.Name},
 		{Name: "kube-apiserver", Registers: true},
 		{Name: "kube-scheduler", Registers: true, Value: "true", Flag: "--feature-gates=SchedulerPreQueueingHints=true"},
 	}, f.Status.Servers[0].Components)

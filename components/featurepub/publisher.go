@@ -1,10 +1,3 @@
-// Package featurepub publishes the feature plan of a k3s-like server as
-// Feature objects (features.kubeharness.io/v1alpha1): it installs the CRD,
-// server-side applies one Feature per kube feature gate under the server's
-// own field manager, and deletes the Features of gates no server knows any
-// more. It runs as a harness component after every other component is ready,
-// and never fails the harness: apiserver errors are logged and retried with
-// exponential backoff until its context ends.
 package featurepub
 
 import (
@@ -15,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +24,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	featuresv1alpha1 "github.com/kubeharness/kubeharness/examples/k3s-like/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components"
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -39,13 +36,25 @@ const Name = "feature-publisher"
 // kubeComponents register every gate of k8s.io/kubernetes/pkg/features (the
 // process-wide kube gate the plan describes); any other component (etcd)
 // registers none.
-var kubeComponents = map[string]bool{"kube-apiserver": true, "kube-scheduler": true, "kube-controller-manager": true}
+var kubeComponents = map[string]bool{
+	components.APIServerName:         true,
+	components.SchedulerName:         true,
+	components.ControllerManagerName: true,
+}
 
-// Publisher is the harness component.
+// Publisher is the harness component. Set Server, Kubeconfig and Plan; the
+// other fields have defaults.
 type Publisher struct {
-	// Server is this server's identity: its entry in status.servers and
-	// its field manager, k3s-like/<Server>.
+	// Server is this server's identity: its entry in status.servers and,
+	// by default, its field manager, kubeharness/<Server>.
 	Server string
+	// FieldManager is the server-side apply field manager; "" means
+	// "kubeharness/" + Server. Each server needs its own, so that it owns
+	// only its own entry of status.servers.
+	FieldManager string
+	// UserAgent is the client's user agent; "" means
+	// "kubeharness-feature-publisher".
+	UserAgent string
 	// Kubeconfig is the admin kubeconfig the server writes after the
 	// barrier (it exists before any component runs).
 	Kubeconfig string
@@ -62,10 +71,34 @@ type Publisher struct {
 	done bool
 }
 
-func (p *Publisher) Name() string                  { return Name }
+var (
+	_ harness.Component = (*Publisher)(nil)
+	_ harness.Readier   = (*Publisher)(nil)
+)
+
+// Name returns Name, "feature-publisher".
+func (p *Publisher) Name() string { return Name }
+
+// AddFlags adds no flags: the publisher is configured by its fields.
 func (p *Publisher) AddFlags(*scoping.Scope) error { return nil }
-func (p *Publisher) Ready(context.Context) error   { return nil }
-func (p *Publisher) fieldManager() string          { return "k3s-like/" + p.Server }
+
+// Ready returns nil at once: nothing waits for the publication.
+func (p *Publisher) Ready(context.Context) error { return nil }
+
+func (p *Publisher) fieldManager() string {
+	if p.FieldManager != "" {
+		return p.FieldManager
+	}
+	return "kubeharness/" + p.Server
+}
+
+func (p *Publisher) userAgent() string {
+	if p.UserAgent != "" {
+		return p.UserAgent
+	}
+	return "kubeharness-feature-publisher"
+}
+
 func (p *Publisher) logf(format string, args ...any) {
 	if p.Logf != nil {
 		p.Logf(format, args...)
@@ -127,7 +160,7 @@ func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err 
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = "k3s-like-feature-publisher"
+	cfg.UserAgent = p.userAgent()
 	if err := InstallCRD(ctx, cfg); err != nil {
 		return 0, 0, err
 	}
@@ -246,45 +279,42 @@ func SetBy(fs scoping.FeatureState) string {
 	return strings.Join(parts, ",")
 }
 
+// applyAll applies every Feature, Concurrency at a time, and reports how
+// many failed and the first error; it stops starting applies when ctx ends.
 func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) error {
 	n := p.Concurrency
 	if n <= 0 {
 		n = 8
 	}
 	res := dyn.Resource(featuresv1alpha1.Resource)
-	sem := make(chan struct{}, n)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
 	force := true
+	var (
+		g      errgroup.Group // no WithContext: one failed apply does not cancel the others
+		failed atomic.Int32
+	)
+	g.SetLimit(n)
 	for _, f := range features {
-		body, err := json.Marshal(f)
-		if err != nil {
-			return err
+		if ctx.Err() != nil {
+			break
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return ctx.Err()
-		}
-		wg.Add(1)
-		go func(name string, body []byte) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			_, err := res.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: p.fieldManager(), Force: &force})
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("apply Feature %s: %w", name, err))
-				mu.Unlock()
+		g.Go(func() error {
+			body, err := json.Marshal(f)
+			if err == nil {
+				_, err = res.Patch(ctx, f.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: p.fieldManager(), Force: &force})
 			}
-		}(f.Name, body)
+			if err != nil {
+				failed.Add(1)
+				return fmt.Errorf("apply Feature %s: %w", f.Name, err)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d applies failed, first: %w", len(errs), len(features), errs[0])
+	err := g.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%d of %d applies failed, first: %w", failed.Load(), len(features), err)
 	}
 	return nil
 }

@@ -1,0 +1,29 @@
+// Package etcd runs an embedded single-member etcd (go.etcd.io/etcd/server/v3/embed)
+// as a harness component, the datastore of a single-binary control plane:
+//
+//	db := etcd.New(etcd.Config{
+//		DataDir:       filepath.Join(dataDir, "etcd"),
+//		CertFile:      files.EtcdServer.CertFile, // components/pki
+//		KeyFile:       files.EtcdServer.KeyFile,
+//		TrustedCAFile: files.EtcdCA.CertFile,
+//	})
+//	h.Add(db, nil)
+//	h.Add(components.NewAPIServer(), append(args, "--etcd-servers="+db.ClientURL()), db.Name())
+//
+// It listens on loopback only: clients on https with client-certificate
+// authentication (every client needs a certificate signed by TrustedCAFile),
+// the peer port on plain http (a single member has no peers). It is
+// configured by Config, not by arguments: AddFlags adds no flags.
+//
+// Run starts etcd, reports ready once etcd serves clients (Ready), and
+// serves until its context ends; then it closes etcd and returns nil. If
+// etcd stops or fails on its own, Run returns the error, and the harness
+// stops the rest of the control plane. Nothing is listened on or written
+// before Run: as a harness component, etcd starts only after the barrier
+// passed.
+//
+// etcd logs through the logr.Logger of Run's context (klog.FromContext,
+// named "etcd"), not as JSON lines of its own on stderr: the harness's
+// components all log through klog. Config.LogLevel filters what etcd logs
+// (default warn); see NewZapLogger.
+package etcd

@@ -1,0 +1,267 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// Name is the component's name in a harness.
+const Name = "etcd"
+
+// Default ports, etcd's own.
+const (
+	DefaultClientPort = 2379
+	DefaultPeerPort   = 2380
+)
+
+// Config is an embedded etcd's configuration. DataDir and the three TLS
+// files are required.
+type Config struct {
+	// DataDir holds etcd's data; it is created (0700) on first start and
+	// reused after.
+	DataDir string
+	// ClientPort is the client port on 127.0.0.1 (https); 0 means
+	// DefaultClientPort.
+	ClientPort int
+	// PeerPort is the peer port on 127.0.0.1 (http: a single member has no
+	// peers, but etcd listens on it); 0 means DefaultPeerPort.
+	PeerPort int
+	// CertFile and KeyFile are etcd's serving certificate and key
+	// (components/pki: Files.EtcdServer).
+	CertFile, KeyFile string
+	// TrustedCAFile verifies the clients' certificates (components/pki:
+	// Files.EtcdCA); a client without a certificate it signed is refused.
+	TrustedCAFile string
+	// MemberName is the member's name; "" means "default", etcd's default.
+	// A data dir must be reopened with the name it was created with.
+	MemberName string
+	// LogLevel is the lowest level etcd logs at: debug, info, warn, error,
+	// dpanic, panic or fatal; "" means warn.
+	LogLevel string
+	// UnsafeNoFsync skips fsync: only for data that is thrown away (tests).
+	UnsafeNoFsync bool
+}
+
+func (c Config) clientPort() int {
+	if c.ClientPort == 0 {
+		return DefaultClientPort
+	}
+	return c.ClientPort
+}
+
+func (c Config) peerPort() int {
+	if c.PeerPort == 0 {
+		return DefaultPeerPort
+	}
+	return c.PeerPort
+}
+
+func (c Config) logLevel() string {
+	if c.LogLevel == "" {
+		return "warn"
+	}
+	return c.LogLevel
+}
+
+func (c Config) validate() error {
+	var missing []error
+	for _, f := range []struct{ name, value string }{
+		{"DataDir", c.DataDir}, {"CertFile", c.CertFile}, {"KeyFile", c.KeyFile}, {"TrustedCAFile", c.TrustedCAFile},
+	} {
+		if f.value == "" {
+			missing = append(missing, fmt.Errorf("etcd: Config.%s is required", f.name))
+		}
+	}
+	return errors.Join(missing...)
+}
+
+// loopback is the host etcd listens on.
+const loopback = "127.0.0.1"
+
+// Etcd is the harness component: a single-member etcd on loopback. Make it
+// with New. A value runs once; Renew returns a new one for a restart.
+type Etcd struct {
+	cfg Config
+
+	started atomic.Bool
+	ready   chan struct{} // closed once etcd serves clients
+	exited  chan struct{} // closed once Run returned
+	mu      sync.Mutex
+	err     error // Run's error, set before exited is closed
+}
+
+// New returns an unstarted etcd component with configuration cfg.
+func New(cfg Config) *Etcd {
+	return &Etcd{cfg: cfg, ready: make(chan struct{}), exited: make(chan struct{})}
+}
+
+var (
+	_ harness.Component = (*Etcd)(nil)
+	_ harness.Readier   = (*Etcd)(nil)
+	_ harness.Renewer   = (*Etcd)(nil)
+)
+
+// Name returns Name, "etcd".
+func (e *Etcd) Name() string { return Name }
+
+// AddFlags adds no flags: etcd is configured by Config.
+func (e *Etcd) AddFlags(*scoping.Scope) error { return nil }
+
+// Renew returns a new, unstarted etcd with the same Config.
+func (e *Etcd) Renew() harness.Component { return New(e.cfg) }
+
+// Config returns the configuration e was made with.
+func (e *Etcd) Config() Config { return e.cfg }
+
+// ClientURL is the URL clients connect to: https://127.0.0.1:<ClientPort>
+// (the apiserver's --etcd-servers).
+func (e *Etcd) ClientURL() string { return e.cfg.ClientURL() }
+
+// ClientURL is the URL clients of an etcd with this configuration connect
+// to: https://127.0.0.1:<ClientPort>.
+func (c Config) ClientURL() string { return c.clientURL().String() }
+
+func (c Config) clientURL() *url.URL {
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(loopback, strconv.Itoa(c.clientPort()))}
+}
+
+func (c Config) peerURL() *url.URL {
+	return &url.URL{Scheme: "http", Host: net.JoinHostPort(loopback, strconv.Itoa(c.peerPort()))}
+}
+
+// Run starts etcd and serves until ctx ends; then it closes etcd, waits for
+// it to stop, and returns nil. It returns an error if etcd cannot start,
+// fails, or stops on its own. It may be called once.
+func (e *Etcd) Run(ctx context.Context) (err error) {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("etcd: Run called twice; use Renew for a new run")
+	}
+	defer func() {
+		e.mu.Lock()
+		e.err = err
+		e.mu.Unlock()
+		close(e.exited)
+	}()
+	if err := e.cfg.validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(e.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("etcd: data dir: %w", err)
+	}
+	logger := klog.FromContext(ctx).WithName(Name)
+	var closing atomic.Bool
+	zl, err := newZapLogger(logger, e.cfg.logLevel(), &closing)
+	if err != nil {
+		return err
+	}
+	cfg := embed.NewConfig()
+	if e.cfg.MemberName != "" {
+		cfg.Name = e.cfg.MemberName
+	}
+	cfg.Dir = e.cfg.DataDir
+	cfg.Logger = "zap"
+	cfg.LogLevel = e.cfg.logLevel()
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zl)
+	cfg.UnsafeNoFsync = e.cfg.UnsafeNoFsync
+	client, peer := *e.cfg.clientURL(), *e.cfg.peerURL()
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenMetricsUrls = nil
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ClientTLSInfo = transport.TLSInfo{
+		CertFile:       e.cfg.CertFile,
+		KeyFile:        e.cfg.KeyFile,
+		TrustedCAFile:  e.cfg.TrustedCAFile,
+		ClientCertAuth: true,
+	}
+
+	srv, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return fmt.Errorf("etcd: starting in %s: %w", e.cfg.DataDir, err)
+	}
+	defer func() {
+		closing.Store(true)
+		srv.Close()
+	}()
+	select {
+	case <-srv.Server.ReadyNotify():
+		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", e.cfg.DataDir)
+		close(e.ready)
+	case err := <-srv.Err():
+		return fmt.Errorf("etcd: %w", err)
+	case <-srv.Server.StopNotify():
+		return errors.New("etcd: stopped before it was ready")
+	case <-ctx.Done():
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-srv.Err():
+		return fmt.Errorf("etcd: %w", err)
+	case <-srv.Server.StopNotify():
+		return errors.New("etcd: the server stopped")
+	}
+}
+
+// Ready returns nil once etcd serves clients, Run's error if Run returned
+// first, or ctx's error.
+func (e *Etcd) Ready(ctx context.Context) error {
+	select {
+	case <-e.ready:
+		return nil
+	case <-e.exited:
+		select {
+		case <-e.ready: // it was ready, then stopped: Ready's answer stays nil
+			return nil
+		default:
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.err != nil {
+			return e.err
+		}
+		return errors.New("etcd: stopped before it was ready")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Client returns a client of e authenticated with the client certificate
+// certFile and keyFile (components/pki: Files.APIServerEtcdClient), which
+// verifies etcd's serving certificate against Config.TrustedCAFile (the PKI
+// of components/pki signs etcd's certificate and its clients' with one CA).
+// It logs like Run, through logger. Close it.
+func (e *Etcd) Client(logger klog.Logger, certFile, keyFile string) (*clientv3.Client, error) {
+	tlsInfo := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: e.cfg.TrustedCAFile}
+	tlsCfg, err := tlsInfo.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd: client TLS: %w", err)
+	}
+	zl, err := NewZapLogger(logger.WithName(Name+"-client"), e.cfg.logLevel())
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   []string{e.ClientURL()},
+		TLS:         tlsCfg,
+		DialTimeout: 5 * time.Second,
+		Logger:      zl,
+	})
+}
