@@ -113,7 +113,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &harness.Harness{AfterBarrier: components.AfterBarrier, Logger: logr.Discard()}
+			h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}, Logger: logr.Discard()}
 			var spies []*runSpy
 			for i, c := range allAdapters() {
 				args := base(c.Name())

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -36,19 +35,15 @@ const APIServerName = "kube-apiserver"
 // Complete, Validate, NewConfig, Complete, CreateServerChain, PrepareRun and
 // Run under the harness's context.
 type APIServer struct {
-	opts *kasopts.ServerRunOptions
+	*lifecycle // ready: /readyz answered 200 for the first time
+	opts       *kasopts.ServerRunOptions
 
-	ready  chan struct{} // closed when /readyz answered 200 for the first time
-	exited chan struct{} // closed when Run returned
-
-	mu       sync.Mutex
-	loopback *rest.Config
-	runErr   error
+	loopback *rest.Config // guarded by mu
 }
 
 // NewAPIServer returns a kube-apiserver component.
 func NewAPIServer() *APIServer {
-	return &APIServer{ready: make(chan struct{}), exited: make(chan struct{})}
+	return &APIServer{lifecycle: newLifecycle(APIServerName, nil)}
 }
 
 // Name returns "kube-apiserver".
@@ -82,22 +77,13 @@ func (a *APIServer) AddFlags(s *scoping.Scope) error {
 // becomes ready therefore never returns from Run, and the harness reports a
 // stop deadline instead of the process exiting. If ctx is already cancelled
 // when Run is called, Run returns nil at once.
-func (a *APIServer) Run(ctx context.Context) (err error) {
-	defer func() {
-		a.mu.Lock()
-		a.runErr = err
-		a.mu.Unlock()
-		close(a.exited)
-	}()
-	if a.opts == nil {
-		return errors.New("kube-apiserver: Run before AddFlags")
-	}
-	if ctx.Err() != nil {
-		return nil // stopped before it started: nothing to undo
-	}
-	logger := klog.FromContext(ctx).WithValues("component", APIServerName)
-	ctx = klog.NewContext(ctx, logger)
+func (a *APIServer) Run(ctx context.Context) error {
+	return a.run(ctx, a.opts != nil, a.serve)
+}
 
+// serve is Run's upstream wiring.
+func (a *APIServer) serve(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
 	// What upstream's app.Run would otherwise do without release.
 	informerName, err := cache.NewInformerName("kube-apiserver")
 	if err != nil {
@@ -181,7 +167,7 @@ func (a *APIServer) Run(ctx context.Context) (err error) {
 }
 
 // pollReady GETs /readyz with the server's loopback client until it
-// answers 200, then closes a.ready.
+// answers 200, then marks the server ready.
 func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
 	cfg := rest.CopyConfig(loopback)
 	cfg.Timeout = 5 * time.Second
@@ -196,7 +182,7 @@ func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
 		return code == http.StatusOK, nil
 	})
 	if ctx.Err() == nil {
-		close(a.ready)
+		a.markReady()
 	}
 }
 
@@ -205,18 +191,7 @@ func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
 // server's loopback serving certificate and a privileged loopback token it
 // makes for itself at start), so it needs no user-supplied client
 // certificate and works with --anonymous-auth=false.
-func (a *APIServer) Ready(ctx context.Context) error {
-	select {
-	case <-a.ready:
-		return nil
-	case <-a.exited:
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return fmt.Errorf("kube-apiserver exited before it was ready: %w", a.runErr)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (a *APIServer) Ready(ctx context.Context) error { return a.lifecycle.Ready(ctx) }
 
 // LoopbackClientConfig returns a copy of the server's loopback client
 // configuration (privileged; loopback only), or nil before Run built the

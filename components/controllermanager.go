@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
-	"sync"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
-	genericapiserver "k8s.io/apiserver/pkg/server"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/component-base/configz"
-	"k8s.io/klog/v2"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
 	kcmopts "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
 	"github.com/kubeharness/kubeharness/harness"
@@ -40,35 +36,61 @@ const kcmInformerName = "kube-controller-manager"
 // Flags(KnownControllers(), ControllersDisabledByDefault(),
 // ControllerAliases()), Config and app.Run under the harness's context, never
 // NewControllerManagerCommand. Leader election, if the user enabled it, is
-// run by the adapter (see Run).
+// run by the adapter (see Run). Its client connection is --kubeconfig (or
+// --master), or a *rest.Config given with WithRESTConfig.
 type ControllerManager struct {
-	opts    *kcmopts.KubeControllerManagerOptions
-	nfs     cliflag.NamedFlagSets
-	elector *elector
-
-	ready     chan struct{}
-	exited    chan struct{}
-	readyOnce sync.Once
-
-	mu         sync.Mutex
-	runErr     error
-	leaderElec LeaderElection
+	*lifecycle // ready: /healthz ok while leading
+	opts       *kcmopts.KubeControllerManagerOptions
+	nfs        cliflag.NamedFlagSets
+	restConfig *rest.Config // WithRESTConfig's; nil: --kubeconfig
 }
 
 // NewControllerManager returns a kube-controller-manager component.
 func NewControllerManager() *ControllerManager {
-	return &ControllerManager{
-		elector: newElector(ControllerManagerName),
-		ready:   make(chan struct{}),
-		exited:  make(chan struct{}),
+	return &ControllerManager{lifecycle: newLifecycle(ControllerManagerName, newElector(ControllerManagerName))}
+}
+
+// WithRESTConfig makes the controller-manager connect to the apiserver with
+// a copy of cfg instead of a kubeconfig file, and returns m. Call it before
+// m is added to a harness; nil undoes it.
+//
+// Every client of the controller-manager is made from it, as upstream makes
+// them from the configuration it loads from --kubeconfig: its own, its
+// informers', the leader-election lock's, and the controllers' (each with
+// its own user agent). As upstream does with a kubeconfig's, cfg's QPS,
+// Burst, content types, compression and user agent are replaced by
+// --kube-api-qps, --kube-api-burst, --kube-api-content-type, no compression
+// and upstream's user agents; everything else — host, TLS, credentials, and
+// what a kubeconfig file cannot hold (Dial, WrapTransport, Transport,
+// Proxy) — is kept. With --use-service-account-credentials, the
+// controllers' clients use service-account tokens and keep only what
+// client-go's AnonymousClientConfig keeps of cfg (host, CA, Dial, Proxy;
+// not WrapTransport or Transport), as upstream.
+//
+// --kubeconfig and --master are then refused at parse time: they would name
+// a second connection. --authentication-kubeconfig and
+// --authorization-kubeconfig stay files (or absent): they are the secure
+// port's delegated authentication and authorization, which upstream builds
+// from a file or the in-cluster configuration only. Without them the port
+// authenticates no tokens (client certificates only with --client-ca-file)
+// and allows only its always-allowed paths (/healthz, /readyz, /livez) and
+// system:masters.
+func (m *ControllerManager) WithRESTConfig(cfg *rest.Config) *ControllerManager {
+	m.restConfig = nil
+	if cfg != nil {
+		m.restConfig = rest.CopyConfig(cfg)
 	}
+	return m
 }
 
 // Name returns "kube-controller-manager".
 func (m *ControllerManager) Name() string { return ControllerManagerName }
 
-// Renew returns a new, unstarted kube-controller-manager, for harness.Restart.
-func (m *ControllerManager) Renew() harness.Component { return NewControllerManager() }
+// Renew returns a new, unstarted kube-controller-manager with the same
+// rest.Config, if one was given, for harness.Restart.
+func (m *ControllerManager) Renew() harness.Component {
+	return NewControllerManager().WithRESTConfig(m.restConfig)
+}
 
 // AddFlags creates upstream's options with the scope's registry and adds
 // every upstream flag set to the scope's flag set. It has no other effect.
@@ -82,16 +104,17 @@ func (m *ControllerManager) AddFlags(s *scoping.Scope) error {
 	opts.ParsedFlags = &m.nfs
 	m.opts = opts
 	addFlagSets(s, m.nfs)
+	if m.restConfig != nil {
+		for _, name := range []string{"kubeconfig", "master"} {
+			refuseFlag(s.FlagSet(), name, "--"+name+" is not used: this controller-manager was given its client configuration in memory (ControllerManager.WithRESTConfig)")
+		}
+	}
 	return nil
 }
 
 // LeaderElection returns the leader-election configuration the user gave
 // (zero before Run got that far).
-func (m *ControllerManager) LeaderElection() LeaderElection {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.leaderElec
-}
+func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.getSettings() }
 
 // Run builds the controller-manager's configuration (options.Config) and
 // runs it (app.Run) until ctx is cancelled, then returns nil once every
@@ -124,22 +147,12 @@ func (m *ControllerManager) LeaderElection() LeaderElection {
 // Config binds the secure port and starts an event broadcaster before
 // leader election is set up; Run closes both on every path on which
 // upstream's Run, which owns them once called, was not called.
-func (m *ControllerManager) Run(ctx context.Context) (err error) {
-	defer func() {
-		m.mu.Lock()
-		m.runErr = err
-		m.mu.Unlock()
-		close(m.exited)
-	}()
-	if m.opts == nil {
-		return errors.New("kube-controller-manager: Run before AddFlags")
-	}
-	if ctx.Err() != nil {
-		return nil // stopped before it started
-	}
-	logger := klog.FromContext(ctx).WithValues("component", ControllerManagerName)
-	ctx = klog.NewContext(ctx, logger)
+func (m *ControllerManager) Run(ctx context.Context) error {
+	return m.run(ctx, m.opts != nil, m.configAndRun)
+}
 
+// configAndRun is Run's upstream wiring.
+func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	// Upstream's CreateControllerContext registers the process-wide informer
 	// name "kube-controller-manager"; the informer factory's Shutdown
 	// releases it, but upstream defers that only once every controller was
@@ -161,21 +174,13 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 	informerName.Release()       // upstream registers its own
 	defer informerName.Release() // and this removes it again, once upstream's Run returned
 
-	le := LeaderElection{
-		Enabled:           m.opts.Generic.LeaderElection.LeaderElect,
-		LeaseDuration:     m.opts.Generic.LeaderElection.LeaseDuration.Duration,
-		RenewDeadline:     m.opts.Generic.LeaderElection.RenewDeadline.Duration,
-		RetryPeriod:       m.opts.Generic.LeaderElection.RetryPeriod.Duration,
-		ResourceLock:      m.opts.Generic.LeaderElection.ResourceLock,
-		ResourceNamespace: m.opts.Generic.LeaderElection.ResourceNamespace,
-		ResourceName:      m.opts.Generic.LeaderElection.ResourceName,
-	}
+	le := leaderElectionFrom(m.opts.Generic.LeaderElection)
 	if f := m.nfs.FlagSet("generic").Lookup("enable-leader-migration"); le.Enabled && f != nil && f.Value.String() == "true" {
 		return errors.New("kube-controller-manager: --enable-leader-migration is not supported in a single binary (the adapter runs leader election itself)")
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	c, err := m.opts.Config(ctx, kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
+	c, err := m.config(ctx)
 	if err != nil {
 		return err
 	}
@@ -188,90 +193,80 @@ func (m *ControllerManager) Run(ctx context.Context) (err error) {
 	// here.
 	var ran bool
 	defer func() {
-		if ran {
-			return
-		}
-		if cc.SecureServing != nil && cc.SecureServing.Listener != nil {
-			_ = cc.SecureServing.Listener.Close()
-		}
-		if cc.EventBroadcaster != nil {
-			cc.EventBroadcaster.Shutdown()
+		if !ran {
+			closeUnserved(c)
 		}
 	}()
 
-	var leCfg *leaderelection.LeaderElectionConfig
+	var lease *leaderelection.LeaderElectionConfig
 	if le.Enabled {
-		host, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("kube-controller-manager: leader election identity: %w", err)
-		}
-		le.Identity = host + "_" + string(uuid.NewUUID())
-		lock, err := resourcelock.NewFromKubeconfig(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-			resourcelock.ResourceLockConfig{Identity: le.Identity},
-			c.Kubeconfig, le.RenewDeadline)
-		if err != nil {
-			return fmt.Errorf("kube-controller-manager: leader election lock: %w", err)
-		}
-		leCfg = &leaderelection.LeaderElectionConfig{
-			Lock:          lock,
-			LeaseDuration: le.LeaseDuration,
-			RenewDeadline: le.RenewDeadline,
-			RetryPeriod:   le.RetryPeriod,
-			Name:          le.ResourceName,
+		if lease, err = le.lease(ControllerManagerName, c.Kubeconfig); err != nil {
+			return err
 		}
 	}
-	m.mu.Lock()
-	m.leaderElec = le
-	m.mu.Unlock()
-
-	work := func(wctx context.Context) error {
-		ran = true
-		defer configz.Delete(kcmapp.ConfigzName) // upstream's Run registers it and never deletes it
-		watchCtx, stopWatch := context.WithCancel(wctx)
-		defer stopWatch()
-		go m.watchReady(watchCtx, cc.SecureServing)
-		err := kcmapp.Run(wctx, cc)
-		if err == nil && wctx.Err() == nil {
-			err = errors.New("kube-controller-manager: Run returned before it was asked to stop")
-		}
-		return err
-	}
-	if leCfg == nil {
-		err = work(ctx)
-	} else {
-		stopEvents := recordLeaderEvents(ctx, leCfg.Lock, c.Client, kcmopts.KubeControllerManagerUserAgent)
-		err = m.elector.run(ctx, *leCfg, work)
-		stopEvents()
-	}
+	m.elector.setSettings(le)
+	ran, err = m.runElected(ctx, lease, upstreamRun{
+		run: func(ctx context.Context) error { return kcmapp.Run(ctx, cc) },
+		// /healthz answers ok (over TLS, pinned to its serving certificate)
+		// or, with no secure port, as soon as it runs.
+		ready:       func(ctx context.Context) error { return waitHealthz(ctx, cc.SecureServing) },
+		configz:     kcmapp.ConfigzName,
+		events:      c.Client,
+		eventSource: kcmopts.KubeControllerManagerUserAgent,
+	})
 	return err
 }
 
-// watchReady closes m.ready once the controller-manager's /healthz answers
-// ok (over TLS, pinned to its serving certificate) or, with no secure
-// port, as soon as it runs.
-func (m *ControllerManager) watchReady(ctx context.Context, serving *genericapiserver.SecureServingInfo) {
-	if serving != nil {
-		if err := newServingProbe(serving).waitOK(ctx, "/healthz"); err != nil {
-			return
+// config is upstream's options.Config, with the client connection made from
+// the rest.Config WithRESTConfig gave, if any. Upstream builds its client
+// configuration from --master and --kubeconfig in Config (with
+// clientcmd.BuildConfigFromFlags); with a rest.Config, the adapter gives it
+// --master = the rest.Config's host and no kubeconfig, so that it reads no
+// file and tries no in-cluster configuration, and then replaces the
+// configuration and the client upstream built (Config.Kubeconfig,
+// Config.Client: the only two app.Run builds every other client from) with
+// ones made from the rest.Config, with the client-connection settings
+// upstream applied copied over.
+func (m *ControllerManager) config(ctx context.Context) (*kcmconfig.Config, error) {
+	if m.restConfig != nil {
+		if m.restConfig.Host == "" {
+			return nil, errors.New("kube-controller-manager: the rest.Config given with WithRESTConfig has no Host")
 		}
+		m.opts.Master = m.restConfig.Host
 	}
-	m.readyOnce.Do(func() { close(m.ready) })
+	c, err := m.opts.Config(ctx, kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
+	if err != nil || m.restConfig == nil {
+		return c, err
+	}
+	kubeconfig := rest.CopyConfig(m.restConfig)
+	kubeconfig.DisableCompression = c.Kubeconfig.DisableCompression
+	kubeconfig.AcceptContentTypes = c.Kubeconfig.AcceptContentTypes
+	kubeconfig.ContentType = c.Kubeconfig.ContentType
+	kubeconfig.QPS = c.Kubeconfig.QPS
+	kubeconfig.Burst = c.Kubeconfig.Burst
+	// As upstream: the user agent is set on the configuration too, and
+	// every controller's client replaces it with its own.
+	client, err := clientset.NewForConfig(rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent))
+	if err != nil {
+		closeUnserved(c)
+		return nil, fmt.Errorf("kube-controller-manager: a client from the rest.Config given with WithRESTConfig: %w", err)
+	}
+	c.Kubeconfig, c.Client = kubeconfig, client
+	return c, nil
+}
+
+// closeUnserved closes the secure port and the event broadcaster Config
+// made, for when upstream's Run, which owns them once called, is not called.
+func closeUnserved(c *kcmconfig.Config) {
+	if c.SecureServing != nil && c.SecureServing.Listener != nil {
+		_ = c.SecureServing.Listener.Close()
+	}
+	if c.EventBroadcaster != nil {
+		c.EventBroadcaster.Shutdown()
+	}
 }
 
 // Ready blocks until the controller-manager leads (or runs without leader
 // election) and its /healthz answers ok; or until it is a standby — another
 // instance holds the lease — which counts as ready too.
-func (m *ControllerManager) Ready(ctx context.Context) error {
-	select {
-	case <-m.ready:
-		return nil
-	case <-m.elector.standby:
-		return nil
-	case <-m.exited:
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return fmt.Errorf("kube-controller-manager exited before it was ready: %w", m.runErr)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (m *ControllerManager) Ready(ctx context.Context) error { return m.lifecycle.Ready(ctx) }

@@ -87,7 +87,7 @@ func TestControllerManagerReleasesInformerNameAfterFailure(t *testing.T) {
 	err = h.Run(ctx)
 	require.Error(t, err)
 	t.Logf("the harness said: %v", err)
-	assert.ErrorContains(t, err, "failed to wait for apiserver being healthy")
+	assert.ErrorContains(t, err, components.UpstreamKCMAPIServerUnhealthy)
 
 	n, err := cache.NewInformerName(components.ControllerManagerName)
 	require.NoError(t, err, "the informer name upstream registered is free again once Run returned")

@@ -2,7 +2,7 @@
 // kube-controller-manager of k8s.io/kubernetes (v1.37.2) to harness
 // components, so that one process can run all three:
 //
-//	h := &harness.Harness{AfterBarrier: components.AfterBarrier}
+//	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
 //	h.Add(components.NewAPIServer(), apiserverArgs)
 //	h.Add(components.NewScheduler(), schedulerArgs, components.APIServerName)
 //	h.Add(components.NewControllerManager(), kcmArgs, components.APIServerName)
@@ -17,7 +17,17 @@
 // fails the harness in its parse or barrier phase, naming the component,
 // before any port is opened. The adapters build the components the way
 // upstream's own test servers do, never through NewXCommand: the commands
-// install signal handlers, apply logging, and exit the process.
+// install signal handlers, apply logging, and exit the process. The three
+// share one lifecycle — a value runs once; Ready reports readiness, a
+// standby, or Run's error; the scheduler and the controller-manager run
+// upstream's Run only while they hold their lease — and differ only in
+// their upstream wiring.
+//
+// The scheduler and the controller-manager connect to the apiserver as
+// their --kubeconfig says. A distro that holds the controller-manager's
+// client configuration in memory gives it with
+// ControllerManager.WithRESTConfig instead; the scheduler cannot take one
+// (see Scheduler).
 //
 // A process runs one control plane at a time and can start it again after
 // it stopped, with other flags and other feature gates

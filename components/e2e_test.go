@@ -58,6 +58,7 @@ func init() {
 	scenarios["conflict"] = scenarioConflict
 	scenarios["lease-lost"] = scenarioLeaseLost
 	scenarios["stop-early"] = scenarioStopEarly
+	scenarios["rest-config"] = scenarioRESTConfig // restconfig_e2e_test.go
 }
 
 // requireVersion fails fast when the test binary was built without the
@@ -125,7 +126,7 @@ func TestStopBeforeReady(t *testing.T) {
 func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs, kcmArgs []string, extra ...harness.Component) *controlPlane {
 	t.Helper()
 	cp := &controlPlane{
-		h:         &harness.Harness{AfterBarrier: components.AfterBarrier, StopTimeout: time.Minute},
+		h:         &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}, StopTimeout: time.Minute},
 		api:       components.NewAPIServer(),
 		scheduler: components.NewScheduler(),
 		kcm:       components.NewControllerManager(),
@@ -174,12 +175,7 @@ func scenarioDeploy(t *testing.T) {
 	result("start_to_bound", time.Since(start).Round(time.Millisecond))
 
 	stopStart := time.Now()
-	cancel()
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the harness did not return within 2m of cancel")
-	}
+	err = stopHarness(t, cancel, done, 2*time.Minute)
 	result("stop", time.Since(stopStart).Round(time.Millisecond))
 	require.NoError(t, err, "a clean stop")
 	for _, c := range cp.h.Status().Components {
@@ -256,7 +252,7 @@ func scenarioConflict(t *testing.T) {
 	env, err := testenv.Start(t.TempDir())
 	require.NoError(t, err)
 	defer env.Close()
-	cp := &controlPlane{h: &harness.Harness{AfterBarrier: components.AfterBarrier}}
+	cp := &controlPlane{h: &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}}
 	spies := []*runSpy{
 		{Component: components.NewAPIServer()},
 		{Component: components.NewScheduler()},
@@ -446,7 +442,7 @@ func scenarioStopEarly(t *testing.T) {
 	env, err := testenv.Start(t.TempDir())
 	require.NoError(t, err)
 	defer env.Close()
-	h := &harness.Harness{AfterBarrier: components.AfterBarrier, StopTimeout: 2 * time.Minute}
+	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}, StopTimeout: 2 * time.Minute}
 	// The harness's view of the apiserver is held at Starting: its Ready
 	// returns only once the test releases it, which it never does. That is
 	// the harness's "not ready yet", whatever the server does meanwhile.
@@ -474,12 +470,7 @@ func scenarioStopEarly(t *testing.T) {
 	state := h.Status().Components[0].State
 	result("state_at_cancel", state)
 	require.Equal(t, harness.Starting, state, "cancelled before the apiserver was ready (its Ready is held)")
-	cancel()
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the harness did not return")
-	}
+	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err)
 	// Whether the server's own readiness had come before the cancel depends
 	// on how long its post-start hooks took: reported, not asserted.

@@ -1,7 +1,7 @@
 package components
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -31,9 +31,15 @@ func addFlagSets(s *scoping.Scope, nfs cliflag.NamedFlagSets) {
 		fs.AddFlagSet(nfs.FlagSets[name])
 	}
 	for _, name := range unreconciledLoggingFlags {
-		if f := fs.Lookup(name); f != nil {
-			f.Value = &refusedFlag{Value: f.Value, name: name}
-		}
+		refuseFlag(fs, name, "--"+name+" is a process-wide logging setting that a single binary cannot give per component, and the barrier reconciles only -v, --vmodule and --logging-format")
+	}
+}
+
+// refuseFlag keeps the flag name in fs, if it exists, as upstream has it,
+// but makes it refuse every value with reason.
+func refuseFlag(fs *pflag.FlagSet, name, reason string) {
+	if f := fs.Lookup(name); f != nil {
+		f.Value = &refusedFlag{Value: f.Value, reason: reason}
 	}
 }
 
@@ -41,10 +47,8 @@ func addFlagSets(s *scoping.Scope, nfs cliflag.NamedFlagSets) {
 // value with the reason.
 type refusedFlag struct {
 	pflag.Value
-	name string
+	reason string
 }
 
 // Set refuses every value, saying why.
-func (r *refusedFlag) Set(string) error {
-	return fmt.Errorf("--%s is a process-wide logging setting that a single binary cannot give per component, and the barrier reconciles only -v, --vmodule and --logging-format", r.name)
-}
+func (r *refusedFlag) Set(string) error { return errors.New(r.reason) }

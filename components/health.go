@@ -93,3 +93,12 @@ func (p *servingProbe) waitOK(ctx context.Context, path string) error {
 	}
 	return err
 }
+
+// waitHealthz waits until the component's own /healthz answers ok (see
+// servingProbe); with no secure serving (--secure-port=0) at once.
+func waitHealthz(ctx context.Context, serving *genericapiserver.SecureServingInfo) error {
+	if serving == nil {
+		return nil
+	}
+	return newServingProbe(serving).waitOK(ctx, "/healthz")
+}

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 )
 
@@ -42,6 +46,44 @@ type LeaderElection struct {
 	Identity string `json:"identity,omitempty"`
 }
 
+// leaderElectionFrom reads upstream's resolved leader-election settings
+// (the --leader-elect* flags, or a --config file's leaderElection block);
+// Identity is left empty.
+func leaderElectionFrom(c componentbaseconfig.LeaderElectionConfiguration) LeaderElection {
+	return LeaderElection{
+		Enabled:           c.LeaderElect,
+		LeaseDuration:     c.LeaseDuration.Duration,
+		RenewDeadline:     c.RenewDeadline.Duration,
+		RetryPeriod:       c.RetryPeriod.Duration,
+		ResourceLock:      c.ResourceLock,
+		ResourceNamespace: c.ResourceNamespace,
+		ResourceName:      c.ResourceName,
+	}
+}
+
+// lease builds the lease lock and client-go's election settings for le,
+// with a hostname_uuid identity (as upstream), which it records in
+// le.Identity. component prefixes the errors.
+func (le *LeaderElection) lease(component string, kubeconfig *rest.Config) (*leaderelection.LeaderElectionConfig, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("%s: leader election identity: %w", component, err)
+	}
+	le.Identity = host + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.NewFromKubeconfig(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		resourcelock.ResourceLockConfig{Identity: le.Identity}, kubeconfig, le.RenewDeadline)
+	if err != nil {
+		return nil, fmt.Errorf("%s: leader election lock: %w", component, err)
+	}
+	return &leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: le.LeaseDuration,
+		RenewDeadline: le.RenewDeadline,
+		RetryPeriod:   le.RetryPeriod,
+		Name:          le.ResourceName,
+	}, nil
+}
+
 // ErrLeaseLost is the cause when a component lost its leader-election
 // lease: its Run returns an error wrapping it. Upstream would have exited
 // the process; here only that component stops, and the harness decides what
@@ -56,13 +98,29 @@ var ErrLeaseLost = errors.New("lost the leader-election lease")
 type elector struct {
 	component string
 
-	mu      sync.Mutex
-	standby chan struct{} // closed when another holder was observed
-	closed  bool
+	mu       sync.Mutex
+	standby  chan struct{} // closed when another holder was observed
+	closed   bool
+	settings LeaderElection // what the adapter resolved (setSettings)
 }
 
 func newElector(component string) *elector {
 	return &elector{component: component, standby: make(chan struct{})}
+}
+
+// setSettings records the leader-election settings the adapter resolved,
+// for its LeaderElection method.
+func (e *elector) setSettings(le LeaderElection) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settings = le
+}
+
+// getSettings returns what setSettings recorded (zero before).
+func (e *elector) getSettings() LeaderElection {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.settings
 }
 
 func (e *elector) observedOtherLeader() {

@@ -150,6 +150,20 @@ func startHarness(t *testing.T, ctx context.Context, h *harness.Harness, timeout
 	}
 }
 
+// stopHarness cancels the harness's context and returns what Run returned,
+// or fails t if Run did not return within timeout.
+func stopHarness(t *testing.T, cancel context.CancelFunc, done <-chan error, timeout time.Duration) error {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the harness did not return within %s of cancel", timeout)
+		return nil
+	}
+}
+
 // controlPlane is the three adapters, added to a harness in the order and
 // with the dependencies a distro would use.
 type controlPlane struct {

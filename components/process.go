@@ -17,9 +17,9 @@ import (
 
 // AfterBarrier sets, once, the process-wide state that the upstream commands
 // would each set for themselves, from the reconciled plan the barrier
-// applied. Pass it as harness.Harness.AfterBarrier:
+// applied. Put it in harness.Harness.AfterBarrier:
 //
-//	h := &harness.Harness{AfterBarrier: components.AfterBarrier}
+//	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
 //
 // It installs client-go's default warning handler rest.NoWarnings (what
 // kube-apiserver and kube-controller-manager each install in their

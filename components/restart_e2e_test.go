@@ -109,12 +109,7 @@ profiles:
 	require.NoError(t, err)
 	waitAllBound(t, client, "default", "app=after-conflict", 1, time.Minute)
 
-	cancel()
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the harness did not return within 2m of cancel")
-	}
+	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")
 	env.Close()
 	verifyNoLeaks(t, baseline, 30*time.Second)

@@ -22,6 +22,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 	"k8s.io/kubernetes/pkg/capabilities"
 
 	"github.com/kubeharness/kubeharness/components"
@@ -44,9 +45,9 @@ var restartCycles = []struct{ component, gate string }{
 // process-wide registrations that made a second start fail before the
 // adapters released them.
 var restartForbidden = []string{
-	"is already registered", // client-go informer names
-	"register config ",      // configz: register config %q twice
-	"failed to create informer name",
+	components.UpstreamInformerNameTaken,     // client-go informer names
+	components.UpstreamConfigzTwice,          // configz: register config %q twice
+	components.UpstreamKCMInformerNameFailed, // kube-controller-manager's wrapping of the first
 }
 
 // From the second start on, kube-controller-manager's ReplicaSet controller
@@ -57,8 +58,8 @@ var restartForbidden = []string{
 // keep counting, so nothing is lost; any other duplicate registration fails
 // the test.
 const (
-	duplicateMetrics         = "duplicate metrics collector registration attempted"
-	duplicateMetricsExpected = `logger="replicaset-controller"`
+	duplicateMetrics         = components.UpstreamDuplicateMetrics
+	duplicateMetricsExpected = `logger="` + names.ReplicaSetController + `"`
 )
 
 const cycleMarker = "KUBEHARNESS-CYCLE "

@@ -2,18 +2,14 @@ package components
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
-	schedconfig "k8s.io/kubernetes/cmd/kube-scheduler/app/config"
 	schedopts "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
-	"k8s.io/kubernetes/pkg/scheduler"
 
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -32,16 +28,18 @@ const schedulerConfigzName = "componentconfig"
 // It uses options.NewOptionsWithComponentGlobalsRegistry with the scope's
 // registry, app.Setup and app.Run, never NewSchedulerCommand. Leader
 // election, if the user enabled it, is run by the adapter (see Run).
+//
+// Its client connection is --kubeconfig (or --master): unlike
+// ControllerManager, it cannot be given a *rest.Config. app.Setup builds the
+// client configuration from those flags (options.Config → ApplyTo →
+// clientcmd.BuildConfigFromFlags), makes every client, informer factory and
+// the scheduler itself from it, and returns them built; the options have no
+// field for a configuration, so one could only be injected by re-implementing
+// Setup and Config.
 type Scheduler struct {
+	*lifecycle // ready: handlers synced and /healthz ok while leading
 	opts       *schedopts.Options
 	registry   []schedapp.Option
-	elector    *elector
-	ready      chan struct{}
-	exited     chan struct{}
-	readyOnce  sync.Once
-	mu         sync.Mutex
-	runErr     error
-	leaderElec LeaderElection
 }
 
 // NewScheduler returns a kube-scheduler component. Out-of-tree plugins are
@@ -49,10 +47,8 @@ type Scheduler struct {
 // NewSchedulerCommand.
 func NewScheduler(outOfTreePlugins ...schedapp.Option) *Scheduler {
 	return &Scheduler{
-		registry: outOfTreePlugins,
-		elector:  newElector(SchedulerName),
-		ready:    make(chan struct{}),
-		exited:   make(chan struct{}),
+		lifecycle: newLifecycle(SchedulerName, newElector(SchedulerName)),
+		registry:  outOfTreePlugins,
 	}
 }
 
@@ -73,11 +69,7 @@ func (s *Scheduler) AddFlags(sc *scoping.Scope) error {
 
 // LeaderElection returns the leader-election configuration Run resolved
 // (zero before Run got that far).
-func (s *Scheduler) LeaderElection() LeaderElection {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.leaderElec
-}
+func (s *Scheduler) LeaderElection() LeaderElection { return s.elector.getSettings() }
 
 // Run sets the scheduler up (app.Setup) and runs it (app.Run) until ctx is
 // cancelled, then returns nil.
@@ -99,22 +91,12 @@ func (s *Scheduler) LeaderElection() LeaderElection {
 // leader election (the CoordinatedLeaderElection gate) is not supported.
 // A lost lease stops only this scheduler: Run returns an error wrapping
 // ErrLeaseLost.
-func (s *Scheduler) Run(ctx context.Context) (err error) {
-	defer func() {
-		s.mu.Lock()
-		s.runErr = err
-		s.mu.Unlock()
-		close(s.exited)
-	}()
-	if s.opts == nil {
-		return errors.New("kube-scheduler: Run before AddFlags")
-	}
-	if ctx.Err() != nil {
-		return nil // stopped before it started
-	}
-	logger := klog.FromContext(ctx).WithValues("component", SchedulerName)
-	ctx = klog.NewContext(ctx, logger)
+func (s *Scheduler) Run(ctx context.Context) error {
+	return s.run(ctx, s.opts != nil, s.setupAndRun)
+}
 
+// setupAndRun is Run's upstream wiring.
+func (s *Scheduler) setupAndRun(ctx context.Context) error {
 	informerName, err := cache.NewInformerName("kube-scheduler")
 	if err != nil {
 		return fmt.Errorf("kube-scheduler: %w", err)
@@ -131,95 +113,51 @@ func (s *Scheduler) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	leCfg := cc.LeaderElection
-	le := LeaderElection{
-		Enabled:           cc.ComponentConfig.LeaderElection.LeaderElect,
-		LeaseDuration:     cc.ComponentConfig.LeaderElection.LeaseDuration.Duration,
-		RenewDeadline:     cc.ComponentConfig.LeaderElection.RenewDeadline.Duration,
-		RetryPeriod:       cc.ComponentConfig.LeaderElection.RetryPeriod.Duration,
-		ResourceLock:      cc.ComponentConfig.LeaderElection.ResourceLock,
-		ResourceNamespace: cc.ComponentConfig.LeaderElection.ResourceNamespace,
-		ResourceName:      cc.ComponentConfig.LeaderElection.ResourceName,
+	lease := cc.LeaderElection
+	le := leaderElectionFrom(cc.ComponentConfig.LeaderElection)
+	if lease != nil {
+		le.Identity = lease.Lock.Identity()
 	}
-	if leCfg != nil {
-		le.Identity = leCfg.Lock.Identity()
-	}
-	s.mu.Lock()
-	s.leaderElec = le
-	s.mu.Unlock()
+	s.elector.setSettings(le)
 	cc.LeaderElection = nil
 	cc.ComponentConfig.LeaderElection.LeaderElect = false
 
-	var ran bool
-	work := func(wctx context.Context) error {
-		ran = true
-		defer configz.Delete(schedulerConfigzName) // upstream's Run registers it and never deletes it
-		watchCtx, stopWatch := context.WithCancel(wctx)
-		defer stopWatch()
-		go s.watchReady(watchCtx, cc, sched)
-		err := schedapp.Run(wctx, cc, sched)
-		if wctx.Err() != nil && (err == nil || strings.Contains(err.Error(), "finished without leader elect")) {
-			// Upstream's Run always returns "finished without leader elect"
-			// once its context is done: that is a clean stop (or a lost
-			// lease, which the elector reports).
-			return nil
-		}
-		if err == nil {
-			err = errors.New("kube-scheduler: Run returned before it was asked to stop")
-		}
-		return err
+	source := corev1.DefaultSchedulerName // as upstream: the first profile's scheduler name records the lease's events
+	if len(cc.ComponentConfig.Profiles) > 0 {
+		source = cc.ComponentConfig.Profiles[0].SchedulerName
 	}
-	if leCfg == nil {
-		err = work(ctx)
-	} else {
-		source := "default-scheduler" // as upstream: the first profile's scheduler name
-		if len(cc.ComponentConfig.Profiles) > 0 {
-			source = cc.ComponentConfig.Profiles[0].SchedulerName
-		}
-		stopEvents := recordLeaderEvents(ctx, leCfg.Lock, cc.Client, source)
-		err = s.elector.run(ctx, *leCfg, work)
-		stopEvents()
-	}
+	ran, err := s.runElected(ctx, lease, upstreamRun{
+		run: func(ctx context.Context) error {
+			err := schedapp.Run(ctx, cc, sched)
+			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamSchedulerStopped) {
+				return nil // what upstream's Run always returns once its context ended: a clean stop (or a lost lease, which the elector reports)
+			}
+			return err
+		},
+		// The scheduler's informer event handlers synced
+		// (sched.WaitForHandlersSync, what /readyz's sched-handler-sync check
+		// waits for) and, if it serves, its /healthz answers ok.
+		ready: func(ctx context.Context) error {
+			if err := sched.WaitForHandlersSync(ctx); err != nil {
+				if ctx.Err() == nil {
+					klog.FromContext(ctx).Error(err, "Waiting for the scheduler's handlers to sync")
+				}
+				return err
+			}
+			return waitHealthz(ctx, cc.SecureServing)
+		},
+		configz:     schedulerConfigzName,
+		events:      cc.Client,
+		eventSource: source,
+	})
 	if !ran && cc.SecureServing != nil && cc.SecureServing.Listener != nil {
 		_ = cc.SecureServing.Listener.Close() // bound by Setup, never served
 	}
 	return err
 }
 
-// watchReady closes s.ready once the scheduler's informer event handlers
-// have synced (sched.WaitForHandlersSync, what /readyz's sched-handler-sync
-// check waits for) and, if it serves, its /healthz answers ok.
-func (s *Scheduler) watchReady(ctx context.Context, cc *schedconfig.CompletedConfig, sched *scheduler.Scheduler) {
-	logger := klog.FromContext(ctx)
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
-		if ctx.Err() == nil {
-			logger.Error(err, "Waiting for the scheduler's handlers to sync")
-		}
-		return
-	}
-	if cc.SecureServing != nil {
-		if err := newServingProbe(cc.SecureServing).waitOK(ctx, "/healthz"); err != nil {
-			return
-		}
-	}
-	s.readyOnce.Do(func() { close(s.ready) })
-}
-
 // Ready blocks until the scheduler leads, its handlers synced and its
 // /healthz answers ok (over TLS, pinned to its serving certificate); or
 // until it is a standby — another instance holds the lease — which counts
 // as ready too.
-func (s *Scheduler) Ready(ctx context.Context) error {
-	select {
-	case <-s.ready:
-		return nil
-	case <-s.elector.standby:
-		return nil
-	case <-s.exited:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return fmt.Errorf("kube-scheduler exited before it was ready: %w", s.runErr)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (s *Scheduler) Ready(ctx context.Context) error { return s.lifecycle.Ready(ctx) }

@@ -18,7 +18,7 @@
 //     its arguments, all concurrently.
 //   - barrier: scoping reconciles every scope — every conflict reported at
 //     once — and applies the result once to the process-wide gate and
-//     registry; then the optional AfterBarrier hook runs. If a parse fails
+//     registry; then the AfterBarrier hooks run, in order. If a parse fails
 //     or the barrier finds conflicts, no component's Run is ever called.
 //   - start: each component waits until its dependencies are ready, then its
 //     Run is called in a goroutine of its own and its Ready (if it is a

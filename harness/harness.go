@@ -39,11 +39,14 @@ type Harness struct {
 	ReadyTimeout time.Duration
 	// StopTimeout bounds each component's stop; zero means DefaultStopTimeout.
 	StopTimeout time.Duration
-	// AfterBarrier, if set, runs once after the barrier applied and before
-	// any component starts: the place for other process-wide settings the
-	// components would otherwise fight over (client-go's default warning
-	// handler, say). An error stops the run before anything starts.
-	AfterBarrier func(plan *scoping.Plan) error
+	// AfterBarrier hooks run once each, in order, after the barrier applied
+	// and before any component starts: the place for other process-wide
+	// settings the components would otherwise fight over (client-go's
+	// default warning handler, say), and for what a binary writes only once
+	// the arguments are known to be good (certificates, a status listener).
+	// The first error stops the run before anything starts; later hooks do
+	// not run. Append to the list; do not replace what others put there.
+	AfterBarrier []BarrierHook
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every state or phase change
@@ -54,6 +57,10 @@ type Harness struct {
 	timings []PhaseTiming
 	plan    *scoping.Plan
 }
+
+// BarrierHook is run by Run after the barrier applied its plan, before any
+// component starts (see Harness.AfterBarrier).
+type BarrierHook func(plan *scoping.Plan) error
 
 // unit is one added component and its run state.
 type unit struct {
@@ -380,8 +387,8 @@ func (r *run) applyBarrier() error {
 	if err := r.barrier.Apply(plan); err != nil {
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
 	}
-	if r.h.AfterBarrier != nil {
-		if err := safely(func() error { return r.h.AfterBarrier(plan) }); err != nil {
+	for _, hook := range r.h.AfterBarrier {
+		if err := safely(func() error { return hook(plan) }); err != nil {
 			return &PhaseError{Phase: PhaseBarrier, Err: fmt.Errorf("after the barrier: %w", err)}
 		}
 	}

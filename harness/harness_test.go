@@ -342,7 +342,7 @@ func TestCancellationDuringEachPhase(t *testing.T) {
 		h, target := newHarness(t)
 		a := newFake("a", &journal{})
 		ctx, cancel := context.WithCancel(t.Context())
-		h.AfterBarrier = func(*scoping.Plan) error { cancel(); return nil }
+		h.AfterBarrier = append(h.AfterBarrier, func(*scoping.Plan) error { cancel(); return nil })
 		require.NoError(t, h.Add(a, []string{"--feature-gates=Foo=true"}))
 		require.NoError(t, h.Run(ctx))
 		assert.True(t, target.Gate.Enabled(Foo), "the barrier had applied")

@@ -129,17 +129,6 @@ func (h *Harness) Handler() http.Handler {
 	return mux
 }
 
-// WriteFeatureTable writes the plan's features as a table.
-//
-// Deprecated: use plan.WriteTable, which writes to any io.Writer.
-func WriteFeatureTable(tw *tabwriter.Writer, plan *scoping.Plan, changedOnly bool) {
-	rows := scoping.AllFeatures
-	if changedOnly {
-		rows = scoping.ChangedFeatures
-	}
-	_ = plan.WriteTable(tw, rows)
-}
-
 func wantsText(r *http.Request) bool {
 	return r.URL.Query().Get("format") == "text" || strings.Contains(r.Header.Get("Accept"), "text/plain")
 }

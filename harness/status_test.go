@@ -111,28 +111,36 @@ func TestAfterBarrierHook(t *testing.T) {
 		h, target := newHarness(t)
 		j := &journal{}
 		var sawFoo []bool
-		h.AfterBarrier = func(p *scoping.Plan) error {
+		h.AfterBarrier = []harness.BarrierHook{func(p *scoping.Plan) error {
 			j.add("after barrier")
 			sawFoo = append(sawFoo, target.Gate.Enabled(Foo))
 			return nil
-		}
+		}, func(p *scoping.Plan) error {
+			j.add("second hook")
+			return nil
+		}}
 		require.NoError(t, h.Add(newFake("a", j), []string{"--feature-gates=Foo=true"}))
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { errc <- h.Run(ctx) }()
-		require.Eventually(t, func() bool { return len(j.list()) == 3 }, 10*time.Second, time.Millisecond, "after barrier, run a, ready a")
+		require.Eventually(t, func() bool { return len(j.list()) == 4 }, 10*time.Second, time.Millisecond, "after barrier, second hook, run a, ready a")
 		cancel()
 		require.NoError(t, <-errc)
-		assert.Equal(t, []string{"after barrier", "run a", "ready a", "stop a"}, j.list())
+		assert.Equal(t, []string{"after barrier", "second hook", "run a", "ready a", "stop a"}, j.list(), "hooks in order, once each")
 		assert.Equal(t, []bool{true}, sawFoo, "the gate is applied when the hook runs")
 	})
 	t.Run("an error stops the run before anything starts", func(t *testing.T) {
 		h, _ := newHarness(t)
 		a := newFake("a", &journal{})
-		h.AfterBarrier = func(*scoping.Plan) error { return errBoom }
+		var later bool
+		h.AfterBarrier = []harness.BarrierHook{
+			func(*scoping.Plan) error { return errBoom },
+			func(*scoping.Plan) error { later = true; return nil },
+		}
 		require.NoError(t, h.Add(a, nil))
 		err := h.Run(t.Context())
 		assert.ErrorIs(t, err, errBoom)
 		assert.False(t, a.runCalled.Load())
+		assert.False(t, later, "hooks after a failed one do not run")
 	})
 }

@@ -527,7 +527,34 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	assert.NotContains(t, out, "kube-controller-manager:", "--disable-controller-manager")
 	assert.Regexp(t, `(?m)^SchedulerPreQueueingHints\s+Alpha\s+true\s+false\s+flag\s+kube-apiserver --feature-gates=SchedulerPreQueueingHints=true; kube-scheduler --feature-gates=SchedulerPreQueueingHints=true$`, out)
 
-	_, stderr, code := run("--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true", "--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false")
+	// The same as JSON, for programs (the bench reads it).
+	out, _, code = run("--feature-gates=SchedulerPreQueueingHints=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager", "-o", "json")
+	require.Equal(t, 0, code)
+	var dry struct {
+		Components []struct {
+			Name string   `json:"name"`
+			Args []string `json:"args"`
+		} `json:"components"`
+		Plan *scoping.Plan `json:"plan"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &dry), out)
+	names := map[string][]string{}
+	for _, c := range dry.Components {
+		names[c.Name] = c.Args
+	}
+	assert.Contains(t, names["kube-apiserver"], "--v=2")
+	assert.Contains(t, names, "kube-scheduler")
+	assert.NotContains(t, names, "kube-controller-manager")
+	require.NotNil(t, dry.Plan)
+	i := slices.IndexFunc(dry.Plan.Features, func(f scoping.FeatureState) bool { return f.Name == "SchedulerPreQueueingHints" })
+	require.GreaterOrEqual(t, i, 0)
+	assert.True(t, dry.Plan.Features[i].Enabled)
+	assert.Len(t, dry.Plan.Features[i].Requests, 2)
+	_, stderr, code := run("-o", "yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "--output=yaml: want table or json")
+
+	_, stderr, code = run("--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true", "--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true`)
 	_, err := os.Stat(dataDir)

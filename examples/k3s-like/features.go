@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -56,7 +54,5 @@ func printFeatures(w io.Writer, addr, output string) error {
 	if err := json.Unmarshal(body, &plan); err != nil {
 		return fmt.Errorf("%s/features: %w", addr, err)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	harness.WriteFeatureTable(tw, &plan, false)
-	return tw.Flush()
+	return plan.WriteTable(w, scoping.AllFeatures)
 }

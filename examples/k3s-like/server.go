@@ -54,6 +54,7 @@ type serverOptions struct {
 	writeKubeconfig   string
 	statusAddress     string
 	dryRun            bool
+	output            string
 	etcdClientPort    int
 	etcdPeerPort      int
 	stopTimeout       time.Duration
@@ -90,6 +91,7 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
 	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
+	f.StringVarP(&o.output, "output", "o", "table", "With --dry-run: table, or json (each component's arguments and the plan)")
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
@@ -286,7 +288,7 @@ func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
 
 // newControlPlane adds the components this server runs, with their arguments.
 func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane, error) {
-	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: components.AfterBarrier}
+	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
 	cp := &controlPlane{h: h}
 	apiDeps := []string{}
 	if !o.externalDatastore() {
@@ -335,6 +337,9 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 }
 
 func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output=%s: want table or json", o.output)
+	}
 	args, err := o.componentArgs()
 	if err != nil {
 		return err
@@ -355,18 +360,12 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	prepare := h.AfterBarrier
-	h.AfterBarrier = func(plan *scoping.Plan) error {
-		// Certificates, keys and kubeconfigs are written only once the
-		// barrier passed: a conflict leaves the data dir as it was.
-		if err := o.ensurePKI(ctx); err != nil {
-			return err
-		}
-		if err := o.serveStatus(ctx, cp); err != nil {
-			return err
-		}
-		return prepare(plan)
-	}
+	// Certificates, keys and kubeconfigs are written, and the status
+	// listener opened, only once the barrier passed: a conflict leaves the
+	// data dir as it was and opens no port.
+	h.AfterBarrier = append(h.AfterBarrier,
+		func(*scoping.Plan) error { return o.ensurePKI(ctx) },
+		func(*scoping.Plan) error { return o.serveStatus(ctx, cp) })
 	go o.announceReady(ctx, h, stderr)
 	if err := h.Run(ctx); err != nil {
 		return err
@@ -377,18 +376,8 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 
 // announceReady prints how to use the server once every component is ready.
 func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, stderr io.Writer) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if h.Status().Ready() {
-				fmt.Fprintf(stderr, "k3s-like: ready; data dir %s\n    KUBECONFIG=%s kubectl get nodes\n", o.dataDir, o.adminKubeconfig())
-				return
-			}
-		}
+	if h.WaitReady(ctx) == nil {
+		fmt.Fprintf(stderr, "k3s-like: ready; data dir %s\n    KUBECONFIG=%s kubectl get nodes\n", o.dataDir, o.adminKubeconfig())
 	}
 }
 
@@ -499,6 +488,15 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 	if err != nil {
 		return err
 	}
+	if o.output == "json" {
+		out := DryRunOutput{Plan: plan}
+		for _, c := range h.Status().Components {
+			out.Components = append(out.Components, DryRunComponent{Name: c.Name, Args: args[c.Name]})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, c := range h.Status().Components {
 		fmt.Fprintf(tw, "%s:\n", c.Name)
@@ -507,6 +505,21 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 		}
 	}
 	fmt.Fprintf(tw, "\nFEATURES SET BY A COMPONENT OR NOT AT THEIR DEFAULT\n")
-	harness.WriteFeatureTable(tw, plan, true)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return plan.WriteTable(stdout, scoping.ChangedFeatures)
+}
+
+// DryRunOutput is what `server --dry-run -o json` prints: each component's
+// arguments, as the server would run it, and the plan of the barrier.
+type DryRunOutput struct {
+	Components []DryRunComponent `json:"components"`
+	Plan       *scoping.Plan     `json:"plan"`
+}
+
+// DryRunComponent is one component of DryRunOutput.
+type DryRunComponent struct {
+	Name string   `json:"name"`
+	Args []string `json:"args"`
 }

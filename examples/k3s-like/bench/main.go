@@ -9,7 +9,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -223,11 +222,14 @@ func measure(c config, kind string) (result, error) {
 // --dry-run), the same PKI layout (components/pki, as k3s-like makes it),
 // etcd with the same ports and certificates.
 func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, error) {
-	out, err := exec.Command(c.k3sLike, append(serverArgs(dir, p), "--dry-run")...).Output()
+	out, err := exec.Command(c.k3sLike, append(serverArgs(dir, p), "--dry-run", "-o", "json")...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("k3s-like --dry-run: %w", err)
 	}
-	args := dryRunArgs(out)
+	args, err := dryRunArgs(out)
+	if err != nil {
+		return nil, err
+	}
 	for _, name := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
 		if len(args[name]) == 0 {
 			return nil, fmt.Errorf("no %s arguments in the dry-run output", name)
@@ -302,23 +304,24 @@ func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, 
 	return procs, start(c.kcm, args["kube-controller-manager"])
 }
 
-// dryRunArgs reads "name:\n  --flag=value\n…" blocks.
-func dryRunArgs(out []byte) map[string][]string {
-	args := map[string][]string{}
-	var cur string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "  --") && cur != "":
-			args[cur] = append(args[cur], strings.TrimSpace(line))
-		case strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " "):
-			cur = strings.TrimSuffix(line, ":")
-		case line == "":
-			cur = ""
-		}
+// dryRunArgs reads each component's arguments from `server --dry-run -o
+// json` (the k3s-like DryRunOutput: components with name and args, and the
+// plan).
+func dryRunArgs(out []byte) (map[string][]string, error) {
+	var dry struct {
+		Components []struct {
+			Name string   `json:"name"`
+			Args []string `json:"args"`
+		} `json:"components"`
 	}
-	return args
+	if err := json.Unmarshal(out, &dry); err != nil {
+		return nil, fmt.Errorf("k3s-like --dry-run -o json: %w", err)
+	}
+	args := map[string][]string{}
+	for _, c := range dry.Components {
+		args[c.Name] = c.Args
+	}
+	return args, nil
 }
 
 func adminClient(kubeconfig string) (*kubernetes.Clientset, *rest.Config, error) {

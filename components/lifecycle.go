@@ -1,0 +1,131 @@
+package components
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/component-base/configz"
+	"k8s.io/klog/v2"
+)
+
+// lifecycle is what the three adapters share around their upstream wiring:
+// a value runs once (run), reports readiness once (markReady, Ready), and,
+// for the scheduler and the controller-manager, runs upstream's Run only
+// while it holds its lease (runElected). Each adapter embeds one, made by
+// newLifecycle.
+type lifecycle struct {
+	name    string
+	elector *elector // nil: the component has no leader election
+
+	ready     chan struct{} // closed by markReady
+	readyOnce sync.Once
+	exited    chan struct{} // closed when Run returned
+
+	// mu guards runErr and the embedding adapter's own run state.
+	mu     sync.Mutex
+	runErr error
+}
+
+// newLifecycle returns the lifecycle of the component name; e is its
+// elector, or nil.
+func newLifecycle(name string, e *elector) *lifecycle {
+	return &lifecycle{name: name, elector: e, ready: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// run is Component.Run's bookkeeping around body, the adapter's upstream
+// wiring: it records body's error for Ready and closes exited when Run
+// returns; it refuses to run an adapter whose AddFlags was not called
+// (configured false); it returns nil without calling body when ctx is
+// already cancelled (stopped before it started: nothing to undo); and it
+// gives body a context whose logger carries the component's name.
+func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.Context) error) (err error) {
+	defer func() {
+		l.mu.Lock()
+		l.runErr = err
+		l.mu.Unlock()
+		close(l.exited)
+	}()
+	if !configured {
+		return fmt.Errorf("%s: Run before AddFlags", l.name)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return body(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("component", l.name)))
+}
+
+// markReady reports the component ready; later calls do nothing.
+func (l *lifecycle) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
+
+// Ready blocks until the component was marked ready or its elector saw
+// another instance hold the lease (a standby counts as ready), and returns
+// nil; or until Run returned first (an error wrapping Run's) or ctx ended
+// (ctx's error).
+func (l *lifecycle) Ready(ctx context.Context) error {
+	var standby <-chan struct{} // nil: never
+	if l.elector != nil {
+		standby = l.elector.standby
+	}
+	select {
+	case <-l.ready:
+		return nil
+	case <-standby:
+		return nil
+	case <-l.exited:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return fmt.Errorf("%s exited before it was ready: %w", l.name, l.runErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// upstreamRun is an upstream component's Run, for runElected.
+type upstreamRun struct {
+	// run is upstream's Run; it returns when its context ends.
+	run func(ctx context.Context) error
+	// ready blocks until the running component is ready (nil) or ctx ends.
+	ready func(ctx context.Context) error
+	// configz is the configz name upstream's Run registers and never deletes.
+	configz string
+	// events and eventSource record the lease's events (see
+	// recordLeaderEvents).
+	events      kubernetes.Interface
+	eventSource string
+}
+
+// runElected runs u.run while the component holds lease — through the
+// lifecycle's elector (see elector.run) — or at once if lease is nil
+// (leader election off), and reports whether u.run was called. While u.run
+// runs, the component is marked ready once u.ready returned nil. When u.run
+// returned, u.configz is deleted, so that a later start can register it
+// again. A u.run that returns nil before its context ended is an error.
+func (l *lifecycle) runElected(ctx context.Context, lease *leaderelection.LeaderElectionConfig, u upstreamRun) (ran bool, err error) {
+	work := func(wctx context.Context) error {
+		ran = true
+		defer configz.Delete(u.configz)
+		watchCtx, stopWatch := context.WithCancel(wctx)
+		defer stopWatch()
+		go func() {
+			if u.ready(watchCtx) == nil {
+				l.markReady()
+			}
+		}()
+		err := u.run(wctx)
+		if err == nil && wctx.Err() == nil {
+			err = fmt.Errorf("%s: Run returned before it was asked to stop", l.name)
+		}
+		return err
+	}
+	if lease == nil {
+		err = work(ctx)
+		return ran, err
+	}
+	stopEvents := recordLeaderEvents(ctx, lease.Lock, u.events, u.eventSource)
+	err = l.elector.run(ctx, *lease, work)
+	stopEvents()
+	return ran, err
+}
