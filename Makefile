@@ -17,9 +17,9 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 DATA_DIR ?= $(CURDIR)/.data/k3s-like
 
-.PHONY: generate test vet test-core consumer-check race fuzz bench bench-core run build test-components test-example check-replaces
+.PHONY: generate test vet test-core consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
 
-test: vet test-core race consumer-check check-replaces test-components test-example
+test: vet test-core race consumer-check check-replaces test-components test-example test-minimal
 
 vet:
 	$(GO) vet $(CORE_PKGS)
@@ -100,6 +100,12 @@ test-components:
 # as real child processes.
 test-example: build
 	cd examples/k3s-like && $(GO) vet ./... && K3S_LIKE_BINARY=$(CURDIR)/bin/k3s-like $(GO) test -count=1 -timeout 30m ./...
+
+# The minimal embedder's end-to-end test (examples/minimal, its own module):
+# it builds the binary with the version stamped in and runs it as a child
+# process.
+test-minimal:
+	cd examples/minimal && $(GO) vet ./... && MINIMAL_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test -count=1 -timeout 30m ./...
 
 # The linker flags that stamp the version, for running go test by hand.
 print-ldflags:

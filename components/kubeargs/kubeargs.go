@@ -3,7 +3,8 @@
 // without their dashes, repeatable, as key=value (--kube-apiserver-arg=v=2);
 // a user value replaces the default of the same key, key+=value appends to
 // it with a comma; flags with no default are added in the order given.
-// Parse checks what the user wrote; Merge builds the upstream arguments.
+// Parse checks what the user wrote; Merge builds the upstream arguments;
+// Value reads one back.
 package kubeargs
 
 import (
@@ -80,4 +81,16 @@ func Merge(defaults, shorthands, user []Arg) []string {
 		out = append(out, Arg{Key: key, Value: u.Value}.String())
 	}
 	return out
+}
+
+// Value is the value of --key in upstream arguments as Merge renders them
+// (--key=value), the last one if it is given more than once, as upstream's
+// flag parsing takes it; ok is false if it is not there.
+func Value(args []string, key string) (value string, ok bool) {
+	for _, a := range args {
+		if v, found := strings.CutPrefix(a, "--"+key+"="); found {
+			value, ok = v, true
+		}
+	}
+	return value, ok
 }

@@ -98,3 +98,23 @@ func ExampleMerge() {
 	// --v=2
 	// --feature-gates=Bar=true
 }
+
+func TestValue(t *testing.T) {
+	args := []string{"--secure-port=6443", "--feature-gates=A=true", "--v=2", "--feature-gates=B=false", "--empty="}
+	for _, tc := range []struct {
+		key    string
+		want   string
+		wantOK bool
+	}{
+		{"secure-port", "6443", true},
+		{"feature-gates", "B=false", true}, // the last wins, as in upstream's parsing
+		{"empty", "", true},
+		{"v", "2", true},
+		{"secure", "", false}, // a prefix of a key is not the key
+		{"missing", "", false},
+	} {
+		got, ok := kubeargs.Value(args, tc.key)
+		assert.Equal(t, tc.wantOK, ok, tc.key)
+		assert.Equal(t, tc.want, got, tc.key)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,7 +36,8 @@ type Config struct {
 	EtcdDNSNames []string
 }
 
-// Files is the control plane's PKI, as files in Config.Dir.
+// Files is the control plane's PKI, as files in Config.Dir, where Layout
+// says.
 type Files struct {
 	Dir string
 
@@ -80,6 +80,9 @@ type Files struct {
 	AdminKubeconfig, SchedulerKubeconfig, ControllerManagerKubeconfig string
 }
 
+// Layout is where f's files are.
+func (f *Files) Layout() Layout { return Layout{Dir: f.Dir} }
+
 // FrontProxyClientName is the CN of the front-proxy client certificate,
 // for --requestheader-allowed-names.
 const FrontProxyClientName = "front-proxy-client"
@@ -99,20 +102,20 @@ func Ensure(cfg Config) (*Files, error) {
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
 	}
-	d := func(name string) string { return filepath.Join(cfg.Dir, name) }
+	l := Layout{Dir: cfg.Dir}
 	f := &Files{Dir: cfg.Dir}
 	var err error
 	for _, ca := range []struct {
-		dst  **CA
-		file string
-		cn   string
+		dst   **CA
+		files CertKey
+		cn    string
 	}{
-		{&f.ServerCA, "server-ca", "kubeharness-server-ca"},
-		{&f.ClientCA, "client-ca", "kubeharness-client-ca"},
-		{&f.RequestHeaderCA, "request-header-ca", "kubeharness-request-header-ca"},
-		{&f.EtcdCA, "etcd/ca", "kubeharness-etcd-ca"},
+		{&f.ServerCA, l.ServerCA(), "kubeharness-server-ca"},
+		{&f.ClientCA, l.ClientCA(), "kubeharness-client-ca"},
+		{&f.RequestHeaderCA, l.RequestHeaderCA(), "kubeharness-request-header-ca"},
+		{&f.EtcdCA, l.EtcdCA(), "kubeharness-etcd-ca"},
 	} {
-		if *ca.dst, err = LoadOrCreateCA(d(ca.file+".crt"), d(ca.file+".key"), ca.cn); err != nil {
+		if *ca.dst, err = LoadOrCreateCA(ca.files.CertFile, ca.files.KeyFile, ca.cn); err != nil {
 			return nil, err
 		}
 	}
@@ -124,34 +127,34 @@ func Ensure(cfg Config) (*Files, error) {
 	etcdIPs := uniqIPs(append([]net.IP{loopback}, cfg.EtcdIPs...))
 	etcdDNS := uniq(append([]string{"localhost"}, cfg.EtcdDNSNames...))
 
-	for _, l := range []struct {
-		dst  **Pair
-		ca   *CA
-		file string
-		leaf Leaf
+	for _, leaf := range []struct {
+		dst   **Pair
+		ca    *CA
+		files CertKey
+		leaf  Leaf
 	}{
-		{&f.APIServerServing, f.ServerCA, "serving-kube-apiserver", Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true}},
-		{&f.APIServerKubeletClient, f.ClientCA, "client-kube-apiserver", Leaf{CommonName: "system:kube-apiserver", Organization: []string{"system:masters"}, Client: true}},
-		{&f.FrontProxyClient, f.RequestHeaderCA, "client-front-proxy", Leaf{CommonName: FrontProxyClientName, Client: true}},
-		{&f.Admin, f.ClientCA, "client-admin", Leaf{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}},
-		{&f.Scheduler, f.ClientCA, "client-kube-scheduler", Leaf{CommonName: "system:kube-scheduler", Client: true}},
-		{&f.ControllerManager, f.ClientCA, "client-kube-controller-manager", Leaf{CommonName: "system:kube-controller-manager", Client: true}},
-		{&f.EtcdServer, f.EtcdCA, "etcd/server", Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
-		{&f.APIServerEtcdClient, f.EtcdCA, "etcd/client-kube-apiserver", Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
+		{&f.APIServerServing, f.ServerCA, l.APIServerServing(), Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true}},
+		{&f.APIServerKubeletClient, f.ClientCA, l.APIServerKubeletClient(), Leaf{CommonName: "system:kube-apiserver", Organization: []string{"system:masters"}, Client: true}},
+		{&f.FrontProxyClient, f.RequestHeaderCA, l.FrontProxyClient(), Leaf{CommonName: FrontProxyClientName, Client: true}},
+		{&f.Admin, f.ClientCA, l.Admin(), Leaf{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}},
+		{&f.Scheduler, f.ClientCA, l.Scheduler(), Leaf{CommonName: "system:kube-scheduler", Client: true}},
+		{&f.ControllerManager, f.ClientCA, l.ControllerManager(), Leaf{CommonName: "system:kube-controller-manager", Client: true}},
+		{&f.EtcdServer, f.EtcdCA, l.EtcdServer(), Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
+		{&f.APIServerEtcdClient, f.EtcdCA, l.APIServerEtcdClient(), Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
 	} {
-		if *l.dst, err = l.ca.Ensure(d(l.file+".crt"), d(l.file+".key"), l.leaf); err != nil {
+		if *leaf.dst, err = leaf.ca.Ensure(leaf.files.CertFile, leaf.files.KeyFile, leaf.leaf); err != nil {
 			return nil, err
 		}
 	}
 
-	f.ServiceAccountKey, f.ServiceAccountPub = d("service-account.key"), d("service-account.pub")
+	f.ServiceAccountKey, f.ServiceAccountPub = l.ServiceAccountKey(), l.ServiceAccountPub()
 	if err := EnsureKeyPair(f.ServiceAccountKey, f.ServiceAccountPub); err != nil {
 		return nil, err
 	}
 
-	f.AdminKubeconfig = d("admin.kubeconfig")
-	f.SchedulerKubeconfig = d("kube-scheduler.kubeconfig")
-	f.ControllerManagerKubeconfig = d("kube-controller-manager.kubeconfig")
+	f.AdminKubeconfig = l.AdminKubeconfig()
+	f.SchedulerKubeconfig = l.SchedulerKubeconfig()
+	f.ControllerManagerKubeconfig = l.ControllerManagerKubeconfig()
 	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager} {
 		if err := WriteKubeconfig(path, cfg.APIServerURL, f.ServerCA.CertPEM(), p); err != nil {
 			return nil, err

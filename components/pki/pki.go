@@ -3,7 +3,8 @@
 // the apiserver's serving certificate, client certificates for the admin,
 // kube-scheduler, kube-controller-manager and the apiserver itself (towards
 // etcd, kubelets and as front proxy), the service-account key pair, and
-// kubeconfigs with the certificates embedded.
+// kubeconfigs with the certificates embedded. Layout names every one of
+// these files, before they exist: the one place their paths are defined.
 //
 // Ensure is idempotent: a CA whose certificate and key are present and valid
 // is reused, never regenerated, so that certificates, kubeconfigs and tokens

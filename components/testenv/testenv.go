@@ -2,8 +2,8 @@
 // the three real control-plane components: the PKI (package pki), an
 // embedded etcd (package etcd) on loopback with TLS and client-certificate
 // authentication, free loopback ports, and the flags each upstream
-// component needs to run against them. It starts none of the components
-// itself.
+// component needs to run against them (package controlplane's defaults).
+// It starts none of the components itself.
 package testenv
 
 import (
@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -177,8 +179,11 @@ func Start(dir string) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	cp.PKI, err = pki.Ensure(pki.Config{Dir: filepath.Join(dir, "pki"), APIServerURL: cp.APIServerURL()})
+	cfg, err := controlplane.PKIConfig(pki.Layout{Dir: filepath.Join(dir, "pki")}, cp.settings())
 	if err != nil {
+		return nil, err
+	}
+	if cp.PKI, err = pki.Ensure(cfg); err != nil {
 		return nil, err
 	}
 	if cp.Etcd, err = StartEtcd(filepath.Join(dir, "etcd"), cp.PKI); err != nil {
@@ -187,82 +192,54 @@ func Start(dir string) (*ControlPlane, error) {
 	return cp, nil
 }
 
-// APIServerURL is https://127.0.0.1:<APIServerPort>.
-func (cp *ControlPlane) APIServerURL() string {
-	return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cp.APIServerPort))
+// settings are the control plane's (package controlplane): loopback, the
+// ports Start picked, etcd's client URL once it runs, leader election on.
+func (cp *ControlPlane) settings() controlplane.Settings {
+	s := controlplane.Settings{
+		APIServerPort:         cp.APIServerPort,
+		SchedulerPort:         cp.SchedulerPort,
+		ControllerManagerPort: cp.ControllerManagerPort,
+		ServiceClusterIPRange: ServiceClusterIPRange,
+		LeaderElect:           true,
+	}
+	if cp.Etcd != nil {
+		s.EtcdServers = cp.Etcd.ClientURL
+	}
+	return s
 }
+
+// APIServerURL is https://127.0.0.1:<APIServerPort>.
+func (cp *ControlPlane) APIServerURL() string { return cp.settings().APIServerURL() }
 
 // ServiceClusterIPRange is the --service-cluster-ip-range the apiserver
 // gets; its first address is the PKI's default service IP.
-const ServiceClusterIPRange = "10.0.0.0/24"
+const ServiceClusterIPRange = controlplane.DefaultServiceClusterIPRange
 
-// APIServerArgs are kube-apiserver's flags for this control plane, then
-// extra (later flags win).
-func (cp *ControlPlane) APIServerArgs(extra ...string) []string {
-	p := cp.PKI
-	return append([]string{
-		"--etcd-servers=" + cp.Etcd.ClientURL,
-		"--etcd-cafile=" + p.EtcdCA.CertFile,
-		"--etcd-certfile=" + p.APIServerEtcdClient.CertFile,
-		"--etcd-keyfile=" + p.APIServerEtcdClient.KeyFile,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(cp.APIServerPort),
-		"--advertise-address=127.0.0.1",
-		// A loopback address is not a valid Endpoints address.
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file=" + p.APIServerServing.CertFile,
-		"--tls-private-key-file=" + p.APIServerServing.KeyFile,
-		"--client-ca-file=" + p.ClientCA.CertFile,
-		"--anonymous-auth=false",
-		"--authorization-mode=Node,RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + p.ServiceAccountPub,
-		"--service-account-signing-key-file=" + p.ServiceAccountKey,
-		"--service-cluster-ip-range=" + ServiceClusterIPRange,
-		"--requestheader-client-ca-file=" + p.RequestHeaderCA.CertFile,
-		"--requestheader-allowed-names=" + pki.FrontProxyClientName,
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + p.FrontProxyClient.CertFile,
-		"--proxy-client-key-file=" + p.FrontProxyClient.KeyFile,
-		"--kubelet-client-certificate=" + p.APIServerKubeletClient.CertFile,
-		"--kubelet-client-key=" + p.APIServerKubeletClient.KeyFile,
-		"--allow-privileged=true",
-	}, extra...)
+// args are the default flags of component for this control plane
+// (controlplane.DefaultArgs), then extra (later flags win).
+func (cp *ControlPlane) args(component string, extra []string) []string {
+	return append(controlplane.DefaultArgs(cp.PKI.Layout(), cp.settings())[component], extra...)
 }
 
-// SchedulerArgs are kube-scheduler's flags for this control plane, then
-// extra. Leader election is left at upstream's default (on).
+// APIServerArgs are kube-apiserver's flags for this control plane
+// (controlplane.DefaultArgs, and --allow-privileged=true), then extra
+// (later flags win).
+func (cp *ControlPlane) APIServerArgs(extra ...string) []string {
+	return cp.args(components.APIServerName, append([]string{"--allow-privileged=true"}, extra...))
+}
+
+// SchedulerArgs are kube-scheduler's flags for this control plane
+// (controlplane.DefaultArgs, leader election on, as upstream's default),
+// then extra.
 func (cp *ControlPlane) SchedulerArgs(extra ...string) []string {
-	kc := cp.PKI.SchedulerKubeconfig
-	return append([]string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(cp.SchedulerPort),
-	}, extra...)
+	return cp.args(components.SchedulerName, extra)
 }
 
 // ControllerManagerArgs are kube-controller-manager's flags for this
-// control plane, then extra. Leader election is left at upstream's default
-// (on).
+// control plane (controlplane.DefaultArgs, leader election on, as
+// upstream's default), then extra.
 func (cp *ControlPlane) ControllerManagerArgs(extra ...string) []string {
-	p := cp.PKI
-	kc := p.ControllerManagerKubeconfig
-	return append([]string{
-		"--kubeconfig=" + kc,
-		"--authentication-kubeconfig=" + kc,
-		"--authorization-kubeconfig=" + kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(cp.ControllerManagerPort),
-		"--service-account-private-key-file=" + p.ServiceAccountKey,
-		"--root-ca-file=" + p.ServerCA.CertFile,
-		"--use-service-account-credentials=true",
-		"--cluster-signing-cert-file=" + p.ClientCA.CertFile,
-		"--cluster-signing-key-file=" + p.ClientCA.KeyFile,
-	}, extra...)
+	return cp.args(components.ControllerManagerName, extra)
 }
 
 // AdminConfig is a client configuration from the admin kubeconfig

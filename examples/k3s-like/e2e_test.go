@@ -24,13 +24,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -65,14 +61,8 @@ func TestMain(m *testing.M) {
 // below the kernel's ephemeral range (testenv.FreePort), so that no outgoing
 // connection takes one before the server binds it.
 func freePorts(t *testing.T, n int) []int {
-	var ports []int
-	for len(ports) < n {
-		p, err := testenv.FreePort()
-		require.NoError(t, err)
-		if !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
-	}
+	ports, err := testenv.FreePorts(n)
+	require.NoError(t, err)
 	return ports
 }
 
@@ -489,8 +479,6 @@ func childrenOf(pid int) []int {
 	return out
 }
 
-func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
-
 // verifyServedBy does a TLS handshake with the apiserver trusting only caPEM.
 func verifyServedBy(port int, caPEM []byte) error {
 	pool := x509.NewCertPool()
@@ -604,45 +592,11 @@ func TestFileModes(t *testing.T) {
 // createReadyNode creates a Node object that the scheduler can bind to:
 // Ready, with capacity.
 func createReadyNode(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	_, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	require.NoError(t, err)
-	capacity := corev1.ResourceList{corev1.ResourceCPU: mustQuantity("8"), corev1.ResourceMemory: mustQuantity("16Gi"), corev1.ResourcePods: mustQuantity("110")}
-	node.Status = corev1.NodeStatus{
-		Capacity:    capacity,
-		Allocatable: capacity,
-		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, testenv.CreateReadyNode(ctx, c, name))
 }
 
 // deployAndWaitBound creates a Deployment and waits (60 s at most) until
 // all its Pods exist and are bound to node.
 func deployAndWaitBound(ctx context.Context, t *testing.T, c kubernetes.Interface, name string, replicas int32, node string) {
-	labels := map[string]string{"app": name}
-	_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-		if err != nil || len(pods.Items) != int(replicas) {
-			return false
-		}
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != node {
-				return false
-			}
-		}
-		return true
-	}, 60*time.Second, 250*time.Millisecond, "%d Pods of %s bound to %s", replicas, name, node)
+	require.NoError(t, testenv.DeployAndWaitBound(ctx, c, name, replicas, node))
 }

@@ -25,11 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -102,57 +104,49 @@ func newServerCommand() *cobra.Command {
 	return cmd
 }
 
-// paths of the server's files under the data dir: components/pki's layout
-// in DATA_DIR/tls.
-func (o *serverOptions) tlsDir() string { return filepath.Join(o.dataDir, "tls") }
-func (o *serverOptions) tls(name string) string {
-	return filepath.Join(o.tlsDir(), name)
-}
-func (o *serverOptions) kubeconfig(component string) string {
-	return o.tls("kube-" + component + ".kubeconfig")
-}
+// layout is the server's PKI: components/pki's layout in DATA_DIR/tls.
+func (o *serverOptions) layout() pki.Layout { return datadir.PKI(o.dataDir) }
+
 func (o *serverOptions) adminKubeconfig() string {
 	if o.writeKubeconfig != "" {
 		return o.writeKubeconfig
 	}
-	return filepath.Join(o.dataDir, "admin.kubeconfig")
-}
-
-func (o *serverOptions) advertiseAddress() string {
-	if ip := net.ParseIP(o.bindAddress); ip != nil && !ip.IsUnspecified() {
-		return o.bindAddress
-	}
-	return "127.0.0.1"
-}
-
-func (o *serverOptions) endpointReconciler() string {
-	if net.ParseIP(o.advertiseAddress()).IsLoopback() {
-		return "none"
-	}
-	return "lease"
-}
-
-func (o *serverOptions) apiserverURL() string {
-	return "https://" + net.JoinHostPort(o.advertiseAddress(), strconv.Itoa(o.httpsPort))
+	return datadir.AdminKubeconfig(o.dataDir)
 }
 
 func (o *serverOptions) externalDatastore() bool { return o.datastoreEndpoint != "" }
 
 // etcdConfig is the embedded etcd's: data in DATA_DIR/etcd, loopback ports,
-// the etcd certificates of components/pki's layout in DATA_DIR/tls.
+// the etcd certificates of the server's PKI layout.
 func (o *serverOptions) etcdConfig() etcd.Config {
-	return etcd.Config{
-		DataDir:       filepath.Join(o.dataDir, "etcd"),
-		ClientPort:    o.etcdClientPort,
-		PeerPort:      o.etcdPeerPort,
-		CertFile:      o.tls("etcd/server.crt"),
-		KeyFile:       o.tls("etcd/server.key"),
-		TrustedCAFile: o.tls("etcd/ca.crt"),
-	}
+	return controlplane.EtcdConfig(o.layout(), etcd.Config{
+		DataDir:    datadir.Etcd(o.dataDir),
+		ClientPort: o.etcdClientPort,
+		PeerPort:   o.etcdPeerPort,
+	})
 }
 
-// componentArgs are each component's upstream arguments: the server's
-// defaults, the shorthands, then the user's --kube-*-arg values.
+// settings are the control plane's (components/controlplane): the service
+// CIDR is k3s's; more than one server can exist only on an external
+// datastore, so only there is leader election on.
+func (o *serverOptions) settings() controlplane.Settings {
+	s := controlplane.Settings{
+		BindAddress:           o.bindAddress,
+		APIServerPort:         o.httpsPort,
+		ServiceClusterIPRange: "10.43.0.0/16",
+		EtcdServers:           o.etcdConfig().ClientURL(),
+		LeaderElect:           o.externalDatastore(),
+	}
+	if o.externalDatastore() {
+		s.EtcdServers = o.datastoreEndpoint
+		s.EtcdTLS = &controlplane.EtcdTLS{CAFile: o.datastoreCA, CertFile: o.datastoreCert, KeyFile: o.datastoreKey}
+	}
+	return s
+}
+
+// componentArgs are each component's upstream arguments: the defaults of
+// components/controlplane, the shorthands, then the user's --kube-*-arg
+// values.
 func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	if err := o.checkShorthands(); err != nil {
 		return nil, err
@@ -163,64 +157,6 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	}
 	if o.emulatedVersion != "" {
 		short = append(short, kubeargs.Arg{Key: "emulated-version", Value: o.emulatedVersion})
-	}
-	etcdServers, etcdCA, etcdCert, etcdKey := o.etcdConfig().ClientURL(), o.tls("etcd/ca.crt"), o.tls("etcd/client-kube-apiserver.crt"), o.tls("etcd/client-kube-apiserver.key")
-	if o.externalDatastore() {
-		etcdServers, etcdCA, etcdCert, etcdKey = o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey
-	}
-	leaderElect := strconv.FormatBool(o.externalDatastore()) // more than one server can exist only on an external datastore
-	defaults := map[string][]kubeargs.Arg{
-		components.APIServerName: {
-			{Key: "etcd-servers", Value: etcdServers},
-			{Key: "etcd-cafile", Value: etcdCA},
-			{Key: "etcd-certfile", Value: etcdCert},
-			{Key: "etcd-keyfile", Value: etcdKey},
-			{Key: "bind-address", Value: o.bindAddress},
-			{Key: "advertise-address", Value: o.advertiseAddress()},
-			// The "kubernetes" Service's endpoints may not be loopback; with
-			// the apiserver on loopback nothing else could reach it anyway.
-			{Key: "endpoint-reconciler-type", Value: o.endpointReconciler()},
-			{Key: "secure-port", Value: strconv.Itoa(o.httpsPort)},
-			{Key: "tls-cert-file", Value: o.tls("serving-kube-apiserver.crt")},
-			{Key: "tls-private-key-file", Value: o.tls("serving-kube-apiserver.key")},
-			{Key: "client-ca-file", Value: o.tls("client-ca.crt")},
-			{Key: "anonymous-auth", Value: "false"},
-			{Key: "authorization-mode", Value: "Node,RBAC"},
-			{Key: "service-cluster-ip-range", Value: "10.43.0.0/16"},
-			{Key: "service-account-issuer", Value: "https://kubernetes.default.svc.cluster.local"},
-			{Key: "service-account-key-file", Value: o.tls("service-account.pub")},
-			{Key: "service-account-signing-key-file", Value: o.tls("service-account.key")},
-			{Key: "requestheader-client-ca-file", Value: o.tls("request-header-ca.crt")},
-			{Key: "requestheader-allowed-names", Value: pki.FrontProxyClientName},
-			{Key: "requestheader-extra-headers-prefix", Value: "X-Remote-Extra-"},
-			{Key: "requestheader-group-headers", Value: "X-Remote-Group"},
-			{Key: "requestheader-username-headers", Value: "X-Remote-User"},
-			{Key: "proxy-client-cert-file", Value: o.tls("client-front-proxy.crt")},
-			{Key: "proxy-client-key-file", Value: o.tls("client-front-proxy.key")},
-			{Key: "kubelet-client-certificate", Value: o.tls("client-kube-apiserver.crt")},
-			{Key: "kubelet-client-key", Value: o.tls("client-kube-apiserver.key")},
-		},
-		components.SchedulerName: {
-			{Key: "kubeconfig", Value: o.kubeconfig("scheduler")},
-			{Key: "authentication-kubeconfig", Value: o.kubeconfig("scheduler")},
-			{Key: "authorization-kubeconfig", Value: o.kubeconfig("scheduler")},
-			{Key: "bind-address", Value: "127.0.0.1"},
-			{Key: "secure-port", Value: "10259"},
-			{Key: "leader-elect", Value: leaderElect},
-		},
-		components.ControllerManagerName: {
-			{Key: "kubeconfig", Value: o.kubeconfig("controller-manager")},
-			{Key: "authentication-kubeconfig", Value: o.kubeconfig("controller-manager")},
-			{Key: "authorization-kubeconfig", Value: o.kubeconfig("controller-manager")},
-			{Key: "bind-address", Value: "127.0.0.1"},
-			{Key: "secure-port", Value: "10257"},
-			{Key: "leader-elect", Value: leaderElect},
-			{Key: "service-account-private-key-file", Value: o.tls("service-account.key")},
-			{Key: "root-ca-file", Value: o.tls("server-ca.crt")},
-			{Key: "use-service-account-credentials", Value: "true"},
-			{Key: "cluster-signing-cert-file", Value: o.tls("client-ca.crt")},
-			{Key: "cluster-signing-key-file", Value: o.tls("client-ca.key")},
-		},
 	}
 	user := map[string][]string{
 		components.APIServerName:         o.apiserverArgs,
@@ -233,7 +169,7 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 		components.ControllerManagerName: "kube-controller-manager-arg",
 	}
 	out := map[string][]string{}
-	for name, d := range defaults {
+	for name, d := range controlplane.DefaultFlags(o.layout(), o.settings()) {
 		extra, err := kubeargs.Parse(flagNames[name], user[name])
 		if err != nil {
 			return nil, err
@@ -437,7 +373,7 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 	defer client.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := bootstrap.Sync(sctx, client, o.token, o.tlsDir(), o.writePKI); err != nil {
+	if err := bootstrap.Sync(sctx, client, o.token, o.layout().Dir, o.writePKI); err != nil {
 		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
 	}
 	return nil
@@ -446,20 +382,15 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 // writePKI creates the certificates, keys and kubeconfigs on first start and
 // reuses them after (components/pki), and writes the admin kubeconfig.
 func (o *serverOptions) writePKI() error {
-	var ips []net.IP
-	if ip := net.ParseIP(o.bindAddress); ip != nil && !ip.IsUnspecified() {
-		ips = append(ips, ip)
-	}
-	files, err := pki.Ensure(pki.Config{
-		Dir:          o.tlsDir(),
-		APIServerURL: o.apiserverURL(),
-		ServingIPs:   ips,
-		ServiceIP:    net.IPv4(10, 43, 0, 1),
-	})
+	cfg, err := controlplane.PKIConfig(o.layout(), o.settings())
 	if err != nil {
-		return fmt.Errorf("certificates in %s: %w", o.tlsDir(), err)
+		return err
 	}
-	return pki.WriteKubeconfig(o.adminKubeconfig(), o.apiserverURL(), files.ServerCA.CertPEM(), files.Admin)
+	files, err := pki.Ensure(cfg)
+	if err != nil {
+		return fmt.Errorf("certificates in %s: %w", cfg.Dir, err)
+	}
+	return pki.WriteKubeconfig(o.adminKubeconfig(), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin)
 }
 
 // serveStatus serves the harness status handler, and /leader-election,

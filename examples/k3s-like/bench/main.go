@@ -16,12 +16,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,8 +34,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -109,15 +110,9 @@ func run(c config) error {
 type ports struct{ https, etcdClient, etcdPeer, scheduler, kcm, status int }
 
 func freePorts() (ports, error) {
-	var p []int
-	for len(p) < 6 {
-		port, err := testenv.FreePort() // below the ephemeral range
-		if err != nil {
-			return ports{}, err
-		}
-		if !slices.Contains(p, port) {
-			p = append(p, port)
-		}
+	p, err := testenv.FreePorts(6) // below the ephemeral range
+	if err != nil {
+		return ports{}, err
 	}
 	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}, nil
 }
@@ -172,7 +167,7 @@ func measure(c config, kind string) (result, error) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	kubeconfig := filepath.Join(dir, "tls", "admin.kubeconfig") // components/pki's layout, in A and B
+	kubeconfig := datadir.PKI(dir).AdminKubeconfig() // the server's layout, in A and B
 	err = waitFile(ctx, kubeconfig, procs)
 	var client *kubernetes.Clientset
 	var restCfg *rest.Config
@@ -235,25 +230,31 @@ func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, 
 			return nil, fmt.Errorf("no %s arguments in the dry-run output", name)
 		}
 	}
-	apiserverURL := "https://127.0.0.1:" + strconv.Itoa(p.https)
-	files, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "tls"), APIServerURL: apiserverURL, ServiceIP: net.IPv4(10, 43, 0, 1)})
+	// The PKI as k3s-like makes it: its layout, and the service IP of the
+	// service CIDR its apiserver is given.
+	layout := datadir.PKI(dir)
+	cidr, _ := kubeargs.Value(args["kube-apiserver"], "service-cluster-ip-range")
+	cfg, err := controlplane.PKIConfig(layout, controlplane.Settings{APIServerPort: p.https, ServiceClusterIPRange: cidr})
 	if err != nil {
 		return nil, err
 	}
-	if err := pki.WriteKubeconfig(filepath.Join(dir, "admin.kubeconfig"), apiserverURL, files.ServerCA.CertPEM(), files.Admin); err != nil {
+	files, err := pki.Ensure(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pki.WriteKubeconfig(datadir.AdminKubeconfig(dir), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin); err != nil {
 		return nil, err
 	}
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(p.etcdClient)
 	peer := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
-	tlsDir := filepath.Join(dir, "tls")
 	etcdArgs := []string{
-		"--name=default", "--data-dir=" + filepath.Join(dir, "etcd"),
+		"--name=default", "--data-dir=" + datadir.Etcd(dir),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
 		"--initial-cluster=default=" + peer,
-		"--cert-file=" + filepath.Join(tlsDir, "etcd", "server.crt"),
-		"--key-file=" + filepath.Join(tlsDir, "etcd", "server.key"),
-		"--trusted-ca-file=" + filepath.Join(tlsDir, "etcd", "ca.crt"),
+		"--cert-file=" + layout.EtcdServer().CertFile,
+		"--key-file=" + layout.EtcdServer().KeyFile,
+		"--trusted-ca-file=" + layout.EtcdCA().CertFile,
 		"--client-cert-auth", "--log-level=warn",
 	}
 	// As a supervisor of four processes must: the upstream scheduler and
@@ -279,7 +280,7 @@ func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	client, _, err := adminClient(filepath.Join(dir, "tls", "admin.kubeconfig"))
+	client, _, err := adminClient(layout.AdminKubeconfig())
 	if err != nil {
 		return procs, err
 	}

@@ -22,20 +22,18 @@ import (
 	"path/filepath"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubeharness/kubeharness/components/pki"
 )
 
 // Key is where the encrypted PKI lives in etcd.
 const Key = "/kubeharness/bootstrap/pki"
 
 // Files are the cluster-wide secrets, relative to the PKI directory: the CAs
-// (certificate and key) and the service-account key pair. Leaf certificates
-// are not shared: each server issues its own from these CAs.
-var Files = []string{
-	"server-ca.crt", "server-ca.key",
-	"client-ca.crt", "client-ca.key",
-	"request-header-ca.crt", "request-header-ca.key",
-	"service-account.key", "service-account.pub",
-}
+// (certificate and key) and the service-account key pair, as package pki
+// lays them out (pki.Layout.ClusterFiles). Leaf certificates are not
+// shared: each server issues its own from these CAs.
+var Files = pki.Layout{}.ClusterFiles()
 
 // ErrWrongToken is returned when the cluster's PKI is in the datastore but
 // cannot be decrypted with this server's token.

@@ -1,0 +1,224 @@
+package controlplane
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/pki"
+)
+
+// Default secure ports, upstream's.
+const (
+	DefaultAPIServerPort         = 6443
+	DefaultSchedulerPort         = 10259
+	DefaultControllerManagerPort = 10257
+)
+
+// DefaultServiceClusterIPRange is upstream's default service CIDR; its
+// first address, 10.0.0.1, is pki.Config's default service IP.
+const DefaultServiceClusterIPRange = "10.0.0.0/24"
+
+// ServiceAccountIssuer is the apiserver's --service-account-issuer.
+const ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// Settings are what a binary chooses about its control plane; every zero
+// value has a default. The scheduler and the controller-manager always
+// listen on 127.0.0.1: only the apiserver is meant to be reached from
+// elsewhere.
+type Settings struct {
+	// BindAddress is the apiserver's --bind-address; "" means 127.0.0.1.
+	// It is also its --advertise-address unless it is unspecified (0.0.0.0
+	// or ::), then 127.0.0.1 is.
+	BindAddress string
+	// APIServerPort, SchedulerPort and ControllerManagerPort are the
+	// components' secure ports; 0 means the Default…Port constants.
+	APIServerPort, SchedulerPort, ControllerManagerPort int
+	// ServiceClusterIPRange is the apiserver's --service-cluster-ip-range;
+	// "" means DefaultServiceClusterIPRange.
+	ServiceClusterIPRange string
+	// EtcdServers is the apiserver's --etcd-servers, comma-separated client
+	// URLs; "" means the embedded etcd at its default client port
+	// (https://127.0.0.1:2379, package etcd).
+	EtcdServers string
+	// EtcdTLS is the apiserver's TLS towards etcd. nil means the layout's:
+	// the etcd CA and the apiserver's etcd client certificate, which the
+	// embedded etcd (EtcdConfig) trusts. An external etcd's files are passed
+	// as given, empty ones as empty values.
+	EtcdTLS *EtcdTLS
+	// LeaderElect is the scheduler's and the controller-manager's
+	// --leader-elect: on whenever more than one server of the cluster can
+	// run at once.
+	LeaderElect bool
+}
+
+// EtcdTLS are the apiserver's --etcd-cafile, --etcd-certfile and
+// --etcd-keyfile.
+type EtcdTLS struct {
+	CAFile, CertFile, KeyFile string
+}
+
+func (s Settings) bindAddress() string {
+	if s.BindAddress == "" {
+		return "127.0.0.1"
+	}
+	return s.BindAddress
+}
+
+// AdvertiseAddress is the apiserver's --advertise-address: BindAddress,
+// unless it is not a specific IP address, then 127.0.0.1.
+func (s Settings) AdvertiseAddress() string {
+	if ip := net.ParseIP(s.bindAddress()); ip != nil && !ip.IsUnspecified() {
+		return s.bindAddress()
+	}
+	return "127.0.0.1"
+}
+
+// endpointReconciler: the "kubernetes" Service's endpoints may not be
+// loopback; with the apiserver on loopback nothing else could reach it
+// anyway.
+func (s Settings) endpointReconciler() string {
+	if net.ParseIP(s.AdvertiseAddress()).IsLoopback() {
+		return "none"
+	}
+	return "lease"
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// APIServerURL is https://<AdvertiseAddress>:<APIServerPort>: the server
+// the kubeconfigs point at.
+func (s Settings) APIServerURL() string {
+	return "https://" + net.JoinHostPort(s.AdvertiseAddress(), strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort)))
+}
+
+func (s Settings) serviceClusterIPRange() string {
+	if s.ServiceClusterIPRange == "" {
+		return DefaultServiceClusterIPRange
+	}
+	return s.ServiceClusterIPRange
+}
+
+// ServiceIP is the apiserver's service IP: the first address of the
+// service CIDR (the "kubernetes" Service's ClusterIP, which its serving
+// certificate must cover).
+func (s Settings) ServiceIP() (net.IP, error) {
+	prefix, err := netip.ParsePrefix(s.serviceClusterIPRange())
+	if err != nil {
+		return nil, fmt.Errorf("controlplane: service cluster IP range: %w", err)
+	}
+	first := prefix.Masked().Addr().Next()
+	if !first.IsValid() || !prefix.Contains(first) {
+		return nil, fmt.Errorf("controlplane: service cluster IP range %s has no first address", prefix)
+	}
+	return net.IP(first.AsSlice()), nil
+}
+
+// PKIConfig is the configuration of pki.Ensure for layout and s: the
+// kubeconfigs point at s.APIServerURL(), and the apiserver's serving
+// certificate also covers the service IP and the bind address.
+func PKIConfig(layout pki.Layout, s Settings) (pki.Config, error) {
+	serviceIP, err := s.ServiceIP()
+	if err != nil {
+		return pki.Config{}, err
+	}
+	cfg := pki.Config{Dir: layout.Dir, APIServerURL: s.APIServerURL(), ServiceIP: serviceIP}
+	if ip := net.ParseIP(s.bindAddress()); ip != nil && !ip.IsUnspecified() {
+		cfg.ServingIPs = []net.IP{ip}
+	}
+	return cfg, nil
+}
+
+// EtcdConfig is c with the layout's etcd serving certificate and etcd CA,
+// the files the apiserver's default etcd flags (nil Settings.EtcdTLS)
+// trust and authenticate with.
+func EtcdConfig(layout pki.Layout, c etcd.Config) etcd.Config {
+	server := layout.EtcdServer()
+	c.CertFile, c.KeyFile, c.TrustedCAFile = server.CertFile, server.KeyFile, layout.EtcdCA().CertFile
+	return c
+}
+
+// DefaultFlags are the default upstream flags of each component (keyed by
+// components.APIServerName, SchedulerName and ControllerManagerName) for
+// layout and s, without their dashes, for package kubeargs to merge with a
+// user's.
+func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
+	etcdServers := s.EtcdServers
+	if etcdServers == "" {
+		etcdServers = etcd.Config{}.ClientURL()
+	}
+	etcdTLS := EtcdTLS{CAFile: layout.EtcdCA().CertFile, CertFile: layout.APIServerEtcdClient().CertFile, KeyFile: layout.APIServerEtcdClient().KeyFile}
+	if s.EtcdTLS != nil {
+		etcdTLS = *s.EtcdTLS
+	}
+	return map[string][]kubeargs.Arg{
+		components.APIServerName: {
+			{Key: "etcd-servers", Value: etcdServers},
+			{Key: "etcd-cafile", Value: etcdTLS.CAFile},
+			{Key: "etcd-certfile", Value: etcdTLS.CertFile},
+			{Key: "etcd-keyfile", Value: etcdTLS.KeyFile},
+			{Key: "bind-address", Value: s.bindAddress()},
+			{Key: "advertise-address", Value: s.AdvertiseAddress()},
+			{Key: "endpoint-reconciler-type", Value: s.endpointReconciler()},
+			{Key: "secure-port", Value: strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort))},
+			{Key: "tls-cert-file", Value: layout.APIServerServing().CertFile},
+			{Key: "tls-private-key-file", Value: layout.APIServerServing().KeyFile},
+			{Key: "client-ca-file", Value: layout.ClientCA().CertFile},
+			{Key: "anonymous-auth", Value: "false"},
+			{Key: "authorization-mode", Value: "Node,RBAC"},
+			{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
+			{Key: "service-account-issuer", Value: ServiceAccountIssuer},
+			{Key: "service-account-key-file", Value: layout.ServiceAccountPub()},
+			{Key: "service-account-signing-key-file", Value: layout.ServiceAccountKey()},
+			{Key: "requestheader-client-ca-file", Value: layout.RequestHeaderCA().CertFile},
+			{Key: "requestheader-allowed-names", Value: pki.FrontProxyClientName},
+			{Key: "requestheader-extra-headers-prefix", Value: "X-Remote-Extra-"},
+			{Key: "requestheader-group-headers", Value: "X-Remote-Group"},
+			{Key: "requestheader-username-headers", Value: "X-Remote-User"},
+			{Key: "proxy-client-cert-file", Value: layout.FrontProxyClient().CertFile},
+			{Key: "proxy-client-key-file", Value: layout.FrontProxyClient().KeyFile},
+			{Key: "kubelet-client-certificate", Value: layout.APIServerKubeletClient().CertFile},
+			{Key: "kubelet-client-key", Value: layout.APIServerKubeletClient().KeyFile},
+		},
+		components.SchedulerName: elected(layout.SchedulerKubeconfig(), orDefault(s.SchedulerPort, DefaultSchedulerPort), s.LeaderElect),
+		components.ControllerManagerName: append(elected(layout.ControllerManagerKubeconfig(), orDefault(s.ControllerManagerPort, DefaultControllerManagerPort), s.LeaderElect),
+			kubeargs.Arg{Key: "service-account-private-key-file", Value: layout.ServiceAccountKey()},
+			kubeargs.Arg{Key: "root-ca-file", Value: layout.ServerCA().CertFile},
+			kubeargs.Arg{Key: "use-service-account-credentials", Value: "true"},
+			kubeargs.Arg{Key: "cluster-signing-cert-file", Value: layout.ClientCA().CertFile},
+			kubeargs.Arg{Key: "cluster-signing-key-file", Value: layout.ClientCA().KeyFile},
+		),
+	}
+}
+
+// elected are the flags the scheduler and the controller-manager share: one
+// kubeconfig for everything, loopback, their port, leader election.
+func elected(kubeconfig string, port int, leaderElect bool) []kubeargs.Arg {
+	return []kubeargs.Arg{
+		{Key: "kubeconfig", Value: kubeconfig},
+		{Key: "authentication-kubeconfig", Value: kubeconfig},
+		{Key: "authorization-kubeconfig", Value: kubeconfig},
+		{Key: "bind-address", Value: "127.0.0.1"},
+		{Key: "secure-port", Value: strconv.Itoa(port)},
+		{Key: "leader-elect", Value: strconv.FormatBool(leaderElect)},
+	}
+}
+
+// DefaultArgs are DefaultFlags as the upstream binaries take them
+// (--secure-port=6443), ready for harness.Harness.Add.
+func DefaultArgs(layout pki.Layout, s Settings) map[string][]string {
+	out := map[string][]string{}
+	for name, flags := range DefaultFlags(layout, s) {
+		out[name] = kubeargs.Merge(flags, nil, nil)
+	}
+	return out
+}

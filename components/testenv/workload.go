@@ -1,0 +1,91 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// FreePorts returns n distinct ports, each from FreePort.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	for len(ports) < n {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+// CreateReadyNode creates a Node object the scheduler binds Pods to: Ready,
+// 8 CPUs, 16Gi, 110 Pods. No kubelet runs behind it: its Pods are bound,
+// never started.
+func CreateReadyNode(ctx context.Context, c kubernetes.Interface, name string) error {
+	node, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	node.Status = corev1.NodeStatus{
+		Capacity:    capacity,
+		Allocatable: capacity,
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+	}
+	_, err = c.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+// DeployAndWaitBound creates a Deployment of replicas Pods labelled
+// app=name in the default namespace and waits, a minute at most, until the
+// controller-manager made all of them and the scheduler bound every one to
+// node.
+func DeployAndWaitBound(ctx context.Context, c kubernetes.Interface, name string, replicas int32, node string) error {
+	labels := map[string]string{"app": name}
+	_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry.invalid/" + name + ":1"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	bound := 0
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, nil
+		}
+		bound = 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node {
+				bound++
+			}
+		}
+		return len(pods.Items) == int(replicas) && bound == len(pods.Items), nil
+	})
+	if err != nil {
+		return fmt.Errorf("testenv: %d of %d Pods of %s bound to %s: %w", bound, replicas, name, node, err)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+// Package datadir is the layout of a k3s-like server's --data-dir, shared
+// by the server and by what runs one (the bench), as k3s lays out its
+// server directory.
+package datadir
+
+import (
+	"path/filepath"
+
+	"github.com/kubeharness/kubeharness/components/pki"
+)
+
+// PKI is where the certificates, keys and kubeconfigs are:
+// DATA_DIR/tls, in package pki's layout.
+func PKI(dataDir string) pki.Layout { return pki.Layout{Dir: filepath.Join(dataDir, "tls")} }
+
+// Etcd is the embedded etcd's data: DATA_DIR/etcd.
+func Etcd(dataDir string) string { return filepath.Join(dataDir, "etcd") }
+
+// AdminKubeconfig is the admin kubeconfig the server writes unless
+// --write-kubeconfig names another file: DATA_DIR/admin.kubeconfig.
+func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
