@@ -57,7 +57,7 @@ func scenarioRestartScheduler(t *testing.T) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var loadDone sync.WaitGroup
 	loadDone.Go(func() { load.run(loadCtx, "default") })
-	waitAllBound(t, client, "default", "load=yes", 5, time.Minute)
+	waitBound(t, client, "default", "load=yes", 5, "", time.Minute)
 
 	config := filepath.Join(t.TempDir(), "scheduler.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -87,11 +87,11 @@ profiles:
 	// The new profile exists only in the new scheduler.
 	_, err = client.CoreV1().Pods("default").Create(ctx, pod("second", "second-scheduler"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitAllBound(t, client, "default", "app=second", 1, time.Minute)
+	waitBound(t, client, "default", "app=second", 1, "", time.Minute)
 	stopLoad()
 	loadDone.Wait()
 	boundStart := time.Now()
-	waitAllBound(t, client, "default", "load=yes", int(load.created.Load()), time.Minute)
+	waitBound(t, client, "default", "load=yes", int(load.created.Load()), "", time.Minute)
 	result("bound_after_restart", time.Since(boundStart).Round(time.Millisecond))
 	result("max_bind_latency", maxBindLatency(t, client, "default", "load=yes").Round(time.Millisecond))
 
@@ -107,7 +107,7 @@ profiles:
 	}
 	_, err = client.CoreV1().Pods("default").Create(ctx, pod("after-conflict", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitAllBound(t, client, "default", "app=after-conflict", 1, time.Minute)
+	waitBound(t, client, "default", "app=after-conflict", 1, "", time.Minute)
 
 	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")
@@ -143,28 +143,6 @@ func pod(name, schedulerName string) *corev1.Pod {
 			Containers:    []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
 		},
 	}
-}
-
-// waitAllBound waits until at least want Pods match selector and all are bound.
-func waitAllBound(t *testing.T, client kubernetes.Interface, ns, selector string, want int, timeout time.Duration) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		bound := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		last = fmt.Sprintf("%d pods, %d bound", len(pods.Items), bound)
-		return len(pods.Items) >= want && bound == len(pods.Items), nil
-	})
-	require.NoError(t, err, "Pods %s not bound within %s: %s", selector, timeout, last)
 }
 
 // maxBindLatency is the longest time from a Pod's creation to its
