@@ -29,6 +29,12 @@
 // ControllerManager.WithRESTConfig instead; the scheduler cannot take one
 // (see Scheduler).
 //
+// Each adapter logs through the logger in the context its Run gets
+// (klog.FromContext), with a "component" value; upstream code below it does
+// the same where it is contextual. Harness.Logger, when set, is that
+// logger; otherwise the caller's context of Harness.Run decides, and klog's
+// global logger is the fallback.
+//
 // A process runs one control plane at a time and can start it again after
 // it stopped, with other flags and other feature gates
 // (TestThreeStartsInOneProcess starts and stops the real control plane three

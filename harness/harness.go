@@ -34,6 +34,10 @@ type Harness struct {
 	// Logger gets one line per phase and per component state change; the zero
 	// value means klog.Background(). (logr.Discard() is the zero value too: to
 	// silence the harness, give it a logger whose sink drops everything.)
+	// When set, it is also the logger in the context each component's Run,
+	// Ready and Stop get (klog.FromContext), with the component's name as its
+	// "component" value; when zero, that context carries whatever logger the
+	// caller's context of Run carries.
 	Logger logr.Logger
 	// ReadyTimeout bounds each component's Ready; zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -426,7 +430,7 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 		return nil
 	}
 	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(r.componentContext(ctx, u), timeout)
 	defer cancel()
 	err, abandoned := await(rctx, func() error { return rd.Ready(rctx) })
 	switch {
@@ -489,11 +493,20 @@ func graceful(errc <-chan error) (err error, abandoned bool) {
 	}
 }
 
+// componentContext puts the harness's logger, named for the component, in
+// ctx — when the harness has a logger of its own.
+func (r *run) componentContext(ctx context.Context, u *unit) context.Context {
+	if r.h.Logger.GetSink() == nil {
+		return ctx
+	}
+	return klog.NewContext(ctx, r.h.Logger.WithValues("component", u.c.Name()))
+}
+
 // launch calls Run in a goroutine with the component's own context: the
 // caller's values, cancelled only when the harness stops this component.
 func (r *run) launch(u *unit) {
 	var ctx context.Context
-	ctx, u.cancel = context.WithCancelCause(context.WithoutCancel(r.ctx))
+	ctx, u.cancel = context.WithCancelCause(r.componentContext(context.WithoutCancel(r.ctx), u))
 	u.done = make(chan struct{})
 	go func() {
 		defer close(u.done)
@@ -569,7 +582,7 @@ func (r *run) stopUnit(u *unit, timeout time.Duration) error {
 		u.cancel(errStopping)
 	} else {
 		share := timeout / 2
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), share)
+		sctx, cancel := context.WithTimeout(r.componentContext(context.WithoutCancel(r.ctx), u), share)
 		errc := call(func() error { return s.Stop(sctx) })
 		select {
 		case stopErr = <-errc:

@@ -2,12 +2,18 @@ package harness_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
 func TestWaitReady(t *testing.T) {
@@ -48,4 +54,26 @@ func TestWaitReadyFailureAndCancel(t *testing.T) {
 		assert.ErrorContains(t, h.WaitReady(t.Context()), "a failed")
 		<-done
 	})
+}
+
+// The harness's logger reaches Run, Ready and Stop through their contexts,
+// named for the component.
+func TestComponentContextCarriesTheLogger(t *testing.T) {
+	var lines []string
+	var mu sync.Mutex
+	log := funcr.New(func(prefix, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})
+	target, err := scopingtest.NewTarget(scopingtest.AlphaFeatures(Foo))
+	require.NoError(t, err)
+	h := &harness.Harness{Target: &target, Logger: log}
+	ctx, cancel := context.WithCancel(t.Context())
+	require.NoError(t, h.Add(&harness.Func{ComponentName: "c", RunFunc: func(ctx context.Context) error {
+		klog.FromContext(ctx).Info("from Run")
+		cancel()
+		<-ctx.Done()
+		return nil
+	}}, nil))
+	require.NoError(t, h.Run(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, lines, `"level"=0 "msg"="from Run" "component"="c"`)
 }
