@@ -54,31 +54,22 @@ func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 		return nil, err
 	}
 	pristine := t.Gate.DeepCopy()
-	if err := resetGate(pristine, t.NewEffectiveVersion()); err != nil {
-		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
-	}
 	b := &Barrier{target: t, pristine: pristine, pristineSpecs: pristine.GetAllVersioned(), logger: klog.Background()}
 	for name := range b.pristineSpecs {
 		b.known = append(b.known, name)
 	}
 	sort.Slice(b.known, func(i, j int) bool { return b.known[i] < b.known[j] })
+	ev := t.NewEffectiveVersion()
+	if err := resetValues(pristine, b.known); err != nil {
+		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
+	}
+	if err := pristine.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion()); err != nil {
+		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
+	}
 	for _, o := range opts {
 		o(b)
 	}
 	return b, nil
-}
-
-// resetGate resets every value set on g (explicitly, or through AllAlpha and
-// AllBeta) to its default and sets g's versions to ev's.
-func resetGate(g featuregate.MutableVersionedFeatureGate, ev basecompat.EffectiveVersion) error {
-	names := make([]featuregate.Feature, 0, 8)
-	for name := range g.GetAllVersioned() {
-		names = append(names, name)
-	}
-	if err := resetValues(g, names); err != nil {
-		return err
-	}
-	return g.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion())
 }
 
 // resetValues resets every value set on g, of the features names, to its
@@ -205,16 +196,18 @@ func (b *Barrier) Reconcile() (*Plan, error) {
 	p := &reconciled{Plan: &Plan{Overrides: map[string]bool{}, Logging: LoggingSettings{}, Components: c.components}, barrier: b, loggingRequests: c.logging}
 	versionConflicts := p.resolveVersions(c)
 	conflicts := append(versionConflicts, p.agreeLogging(c)...)
+	var atVersions featuregate.MutableVersionedFeatureGate
 	if len(versionConflicts) == 0 {
 		// Which features AllAlpha and AllBeta stand for depends on the version.
-		expandAll(c, p.atVersions())
+		atVersions = p.atVersions()
+		expandAll(c, atVersions)
 	}
 	featureConflicts := p.agreeFeatures(c)
 	conflicts = append(conflicts, featureConflicts...)
 	if len(versionConflicts) == 0 && len(featureConflicts) == 0 {
 		// With features or versions in conflict, the set would be judged
 		// without them; that only adds noise, so judge it once they agree.
-		conflicts = append(conflicts, p.checkCombination(c)...)
+		conflicts = append(conflicts, p.checkCombination(c, atVersions)...)
 	}
 	if len(conflicts) > 0 {
 		return nil, &ConflictError{Conflicts: conflicts}
@@ -423,10 +416,12 @@ func (p *reconciled) agreeFeatures(c *collected) []*Conflict {
 // versions, on a copy of the base gate; each feature that does not fit is
 // a conflict naming who asked for it and who set the versions. It keeps the
 // reconciled gate for the plan's feature table.
-func (p *reconciled) checkCombination(c *collected) []*Conflict {
+//
+// candidate is a copy of the base gate at the reconciled versions (nil when
+// they do not fit it); checkCombination sets the overrides on it.
+func (p *reconciled) checkCombination(c *collected, candidate featuregate.MutableVersionedFeatureGate) []*Conflict {
 	versionReqs := append(append([]Request(nil), c.emulated...), c.minCompat...)
 	sortRequests(versionReqs)
-	candidate := p.atVersions()
 	if candidate == nil {
 		err := p.barrier.pristine.DeepCopy().SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min)
 		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
