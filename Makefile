@@ -17,9 +17,9 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 DATA_DIR ?= $(CURDIR)/.data/k3s-like
 
-.PHONY: generate test vet test-core consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
+.PHONY: generate test vet test-core test-minors consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
 
-test: vet test-core race consumer-check check-replaces test-components test-example test-minimal
+test: vet test-core race test-minors consumer-check check-replaces test-components test-example test-minimal
 
 vet:
 	$(GO) vet $(CORE_PKGS)
@@ -34,6 +34,13 @@ test-core:
 race:
 	$(GO) test -race -count=1 ./race/
 	cd components && $(GO) test -race -count=1 -ldflags "$(K8S_LDFLAGS)" ./upstreamrace/
+
+# The core module against the latest patch of each supported minor of
+# k8s.io/component-base, apiserver and apimachinery (v0.34 to v0.37), each
+# from a temporary modfile, under -race, with a consumer per minor that must
+# stay on its minor. go.mod requires the oldest.
+test-minors:
+	@bash hack/test-minors.sh
 
 # A throwaway module outside the repository requires the core module (a
 # replace of our module only, no k8s.io replace lines) and builds scoping.

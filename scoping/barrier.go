@@ -63,7 +63,7 @@ func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 	if err := resetValues(pristine, b.known); err != nil {
 		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
 	}
-	if err := pristine.SetEmulationVersionAndMinCompatibilityVersion(ev.EmulationVersion(), ev.MinCompatibilityVersion()); err != nil {
+	if err := setGateVersions(pristine, ev.EmulationVersion(), ev.MinCompatibilityVersion()); err != nil {
 		return nil, fmt.Errorf("scoping: the process feature gate cannot be reset to its defaults: %w", err)
 	}
 	for _, o := range opts {
@@ -320,7 +320,7 @@ func (p *reconciled) resolveVersions(c *collected) []*Conflict {
 // they do not fit it.
 func (p *reconciled) atVersions() featuregate.MutableVersionedFeatureGate {
 	g := p.barrier.pristine.DeepCopy()
-	if err := g.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
+	if err := setGateVersions(g, p.emu, p.min); err != nil {
 		return nil // checkCombination reports it
 	}
 	return g
@@ -423,7 +423,7 @@ func (p *reconciled) checkCombination(c *collected, candidate featuregate.Mutabl
 	versionReqs := append(append([]Request(nil), c.emulated...), c.minCompat...)
 	sortRequests(versionReqs)
 	if candidate == nil {
-		err := p.barrier.pristine.DeepCopy().SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min)
+		err := setGateVersions(p.barrier.pristine.DeepCopy(), p.emu, p.min)
 		return []*Conflict{{Kind: CombinationConflict, Setting: "--emulated-version", Requests: versionReqs,
 			Reason: fmt.Sprintf("the process feature gate's settings are not valid at this version: %v", err)}}
 	}
@@ -489,7 +489,7 @@ func (p *reconciled) warnLogging() {
 func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, features map[string][]Request) []FeatureState {
 	atEmu := candidate.GetAll()
 	atBinary := atEmu
-	if !candidate.EmulationVersion().EqualTo(pristine.EmulationVersion()) || !candidate.MinCompatibilityVersion().EqualTo(pristine.MinCompatibilityVersion()) {
+	if !sameGateVersions(candidate, pristine) {
 		atBinary = pristine.GetAll()
 	}
 	resolved := resolvedValues(candidate)
@@ -624,7 +624,7 @@ func (s *Scope) seal(p *reconciled) error {
 }
 
 func setGate(g featuregate.MutableVersionedFeatureGate, p *reconciled) error {
-	if err := g.SetEmulationVersionAndMinCompatibilityVersion(p.emu, p.min); err != nil {
+	if err := setGateVersions(g, p.emu, p.min); err != nil {
 		return err
 	}
 	return g.SetFromMap(p.Overrides)

@@ -3,6 +3,7 @@ package scoping_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,6 +43,8 @@ func TestReconcile(t *testing.T) {
 		wantMinCompat string
 		wantLogging   scoping.LoggingSettings
 		wantWarning   bool
+		// needsDependencies: only where gates have feature dependencies (v0.35+).
+		needsDependencies bool
 	}{{
 		name: "k3s#11853: disjoint gates in three components are all applied",
 		args: map[string][]string{
@@ -143,7 +146,8 @@ func TestReconcile(t *testing.T) {
 			scheduler: {},
 			kcm:       {fg("BetaOn=false")},
 		},
-		wantConflicts: map[string][]string{"feature gates": {apiserver, kcm}},
+		wantConflicts:     map[string][]string{"feature gates": {apiserver, kcm}},
+		needsDependencies: true,
 	}, {
 		name: "AllAlpha in one component, one of its features the same way in another",
 		args: map[string][]string{
@@ -217,6 +221,12 @@ func TestReconcile(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.needsDependencies {
+				requireDependencies(t)
+			}
+			if usesMinCompatibility(tc.args[apiserver], tc.args[scheduler], tc.args[kcm]) {
+				requireMinCompatibilityFlag(t)
+			}
 			target := newTarget(t, features)
 			before := gateState(target.Gate, features)
 			var applied []scoping.LoggingSettings
@@ -317,6 +327,12 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.name, "dependency") {
+				requireDependencies(t)
+			}
+			if usesMinCompatibility(tc.args) {
+				requireMinCompatibilityFlag(t)
+			}
 			target := newTarget(t, testFeatures())
 			before := gateState(target.Gate, testFeatures())
 			b, err := scoping.NewBarrier(target)
@@ -411,7 +427,8 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		require.NoError(t, err)
 		// Someone outside the barrier makes AlphaA depend on AlphaB on the
 		// process gate: the plan (AlphaA on, AlphaB off) no longer fits.
-		require.NoError(t, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{AlphaA: {AlphaB}}))
+		requireDependencies(t)
+		addDependencies(t, target.Gate, map[featuregate.Feature][]featuregate.Feature{AlphaA: {AlphaB}})
 		require.NoError(t, target.Gate.SetFromMap(map[string]bool{AlphaC: true}))
 		before := gateState(target.Gate, testFeatures())
 		assert.ErrorContains(t, b.Apply(plan), "changed since the plan was made")

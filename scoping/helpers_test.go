@@ -1,6 +1,8 @@
 package scoping_test
 
 import (
+	"github.com/spf13/pflag"
+	basecompat "k8s.io/component-base/compatibility"
 	"strings"
 	"testing"
 
@@ -55,7 +57,7 @@ func newTarget(tb testing.TB, features map[featuregate.Feature]featuregate.Versi
 	target, err := scopingtest.NewTarget(features)
 	require.NoError(tb, err)
 	if _, ok := features[NeedsAlpha]; ok {
-		require.NoError(tb, target.Gate.AddDependencies(map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}, NeedsBeta: {BetaOn}}))
+		addDependencies(tb, target.Gate, map[featuregate.Feature][]featuregate.Feature{NeedsAlpha: {AlphaA}, NeedsBeta: {BetaOn}})
 	}
 	return target
 }
@@ -102,4 +104,54 @@ func enabledOnly(m map[string]bool) map[string]bool {
 		}
 	}
 	return out
+}
+
+// dependencyGate is a gate with feature dependencies: component-base v0.35
+// and later (the core module supports v0.34 to v0.37).
+type dependencyGate interface {
+	AddDependencies(map[featuregate.Feature][]featuregate.Feature) error
+}
+
+// addDependencies adds deps where the gate has dependencies; it reports
+// whether it did.
+func addDependencies(tb testing.TB, g featuregate.MutableVersionedFeatureGate, deps map[featuregate.Feature][]featuregate.Feature) bool {
+	tb.Helper()
+	dg, ok := g.(dependencyGate)
+	if ok {
+		require.NoError(tb, dg.AddDependencies(deps))
+	}
+	return ok
+}
+
+// requireDependencies skips a test about feature dependencies on a
+// component-base minor without them (v0.34).
+func requireDependencies(t *testing.T) {
+	t.Helper()
+	var g featuregate.MutableVersionedFeatureGate = featuregate.NewVersionedFeatureGate(version.MustParse("1.37"))
+	if _, ok := g.(dependencyGate); !ok {
+		t.Skip("component-base v0.34: feature gates have no dependencies")
+	}
+}
+
+// requireMinCompatibilityFlag skips a test of --min-compatibility-version on
+// a component-base minor whose registry does not have the flag (v0.34).
+func requireMinCompatibilityFlag(t *testing.T) {
+	t.Helper()
+	fs := pflag.NewFlagSet("probe", pflag.ContinueOnError)
+	basecompat.NewComponentGlobalsRegistry().AddFlags(fs)
+	if fs.Lookup("min-compatibility-version") == nil {
+		t.Skip("component-base v0.34: no --min-compatibility-version")
+	}
+}
+
+// usesMinCompatibility reports whether any argument sets --min-compatibility-version.
+func usesMinCompatibility(args ...[]string) bool {
+	for _, a := range args {
+		for _, arg := range a {
+			if strings.HasPrefix(arg, "--min-compatibility-version") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -23,7 +23,7 @@ import (
 func restoreProcessGlobals(t *testing.T) {
 	gate := utilfeature.DefaultMutableFeatureGate
 	ev := scoping.ProcessTarget().Registry.EffectiveVersionFor(scoping.KubeComponent)
-	emu, minCompat := gate.EmulationVersion(), gate.MinCompatibilityVersion()
+	emu, minCompat := gate.EmulationVersion(), scoping.GateMinCompatibilityVersion(gate)
 	evEmu, evMin := ev.EmulationVersion(), ev.MinCompatibilityVersion()
 	explicit := map[featuregate.Feature]bool{}
 	for name := range gate.GetAllVersioned() {
@@ -35,7 +35,7 @@ func restoreProcessGlobals(t *testing.T) {
 				require.NoError(t, gate.ResetFeatureValueToDefault(name))
 			}
 		}
-		require.NoError(t, gate.SetEmulationVersionAndMinCompatibilityVersion(emu, minCompat))
+		require.NoError(t, scoping.SetGateVersions(gate, emu, minCompat))
 		mev := ev.(interface {
 			SetEmulationVersion(*version.Version)
 			SetMinCompatibilityVersion(*version.Version)
