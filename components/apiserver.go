@@ -90,7 +90,7 @@ func (a *APIServer) serve(ctx context.Context) error {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
 	defer informerName.Release()
-	a.opts.InformerName = informerName
+	setAPIServerInformerName(a.opts, informerName)
 
 	completed, err := a.opts.Complete(ctx)
 	if err != nil {

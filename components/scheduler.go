@@ -102,7 +102,7 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 		return fmt.Errorf("kube-scheduler: %w", err)
 	}
 	defer informerName.Release()
-	s.opts.InformerName = informerName
+	setSchedulerInformerName(s.opts, informerName)
 
 	// Setup's context drives the goroutines scheduler.New starts (cache,
 	// metrics recorder, SIGUSR2 cache debugger) and the events broadcaster.
