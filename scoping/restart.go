@@ -80,34 +80,33 @@ func (b *Barrier) Admit(scopes ...*Scope) error {
 // admit compares one component's new requests with the settings in force.
 func (p *reconciled) admit(component string, c *collected) []*Conflict {
 	const reason = "a restarted component cannot change a process-wide setting while the others run"
-	inForce := func(setting string, value string, rs []Request) *Conflict {
-		var others []Request
-		for _, r := range p.requestsFor(setting) {
-			if r.Component != component {
-				others = append(others, r)
-			}
-		}
-		all := append(others, rs...)
-		sortRequests(all)
-		return &Conflict{Kind: kindOf(setting), Setting: setting, Requests: all, Reason: fmt.Sprintf("%s is %s in the running control plane; %s", setting, value, reason)}
-	}
 	var conflicts []*Conflict
-	check := func(setting, current string, rs []Request) {
-		var differ []Request
+	// check reports the requests rs that differ from current; the conflict
+	// also lists who else asks for the setting in the running plan.
+	check := func(kind ConflictKind, setting, current string, inForce, rs []Request) {
+		var all []Request
 		for _, r := range rs {
 			if r.Value != current {
-				differ = append(differ, r)
+				all = append(all, r)
 			}
 		}
-		if len(differ) > 0 {
-			conflicts = append(conflicts, inForce(setting, current, differ))
+		if len(all) == 0 {
+			return
 		}
+		for _, r := range inForce {
+			if r.Component != component {
+				all = append(all, r)
+			}
+		}
+		sortRequests(all)
+		conflicts = append(conflicts, &Conflict{Kind: kind, Setting: setting, Requests: all,
+			Reason: fmt.Sprintf("%s is %s in the running control plane; %s", setting, current, reason)})
 	}
 	if len(c.emulated) > 0 {
-		check("--emulated-version", p.EmulationVersion, c.emulated)
+		check(EmulatedVersionConflict, "--emulated-version", p.EmulationVersion, p.versionRequests["--emulated-version"], c.emulated)
 	}
 	if len(c.minCompat) > 0 {
-		check("--min-compatibility-version", p.MinCompatibilityVersion, c.minCompat)
+		check(MinCompatibilityVersionConflict, "--min-compatibility-version", p.MinCompatibilityVersion, p.versionRequests["--min-compatibility-version"], c.minCompat)
 	}
 	defaults := loggingDefaults()
 	for _, name := range loggingFlags {
@@ -116,7 +115,7 @@ func (p *reconciled) admit(component string, c *collected) []*Conflict {
 			if !ok {
 				current = defaults[name]
 			}
-			check("--"+name, current, rs)
+			check(LoggingConflict, "--"+name, current, p.loggingRequests[name], rs)
 		}
 	}
 	expandAll(c, p.candidate)
@@ -126,58 +125,20 @@ func (p *reconciled) admit(component string, c *collected) []*Conflict {
 		if name == allAlpha || name == allBeta {
 			continue // compared through the features they stand for
 		}
+		setting := fmt.Sprintf("feature gate %q", name)
 		current, ok := enabled[name]
 		if !ok {
-			spec, known := specs[featureName(name)]
+			spec, known := specs[featuregate.Feature(name)]
 			if !known {
-				conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: fmt.Sprintf("feature gate %q", name), Requests: c.features[name],
+				conflicts = append(conflicts, &Conflict{Kind: CombinationConflict, Setting: setting, Requests: c.features[name],
 					Reason: "not available at the running emulated version " + p.EmulationVersion})
 				continue
 			}
 			current = spec.Default
 		}
-		check(fmt.Sprintf("feature gate %q", name), strconv.FormatBool(current), c.features[name])
+		check(FeatureGateConflict, setting, strconv.FormatBool(current), p.requests[name], c.features[name])
 	}
 	return conflicts
-}
-
-// requestsFor returns the requests in force for a setting ("feature gate
-// \"Foo\"", "--emulated-version", "--v").
-func (p *reconciled) requestsFor(setting string) []Request {
-	switch setting {
-	case "--emulated-version", "--min-compatibility-version":
-		return p.versionRequests[setting]
-	}
-	if name, ok := cutQuoted(setting); ok {
-		return p.requests[name]
-	}
-	if len(setting) > 2 {
-		return p.loggingRequests[setting[2:]]
-	}
-	return nil
-}
-
-func kindOf(setting string) ConflictKind {
-	switch setting {
-	case "--emulated-version":
-		return EmulatedVersionConflict
-	case "--min-compatibility-version":
-		return MinCompatibilityVersionConflict
-	}
-	if _, ok := cutQuoted(setting); ok {
-		return FeatureGateConflict
-	}
-	return LoggingConflict
-}
-
-// cutQuoted returns Foo from `feature gate "Foo"`.
-func cutQuoted(setting string) (string, bool) {
-	const prefix = "feature gate "
-	if len(setting) <= len(prefix) || setting[:len(prefix)] != prefix {
-		return "", false
-	}
-	name, err := strconv.Unquote(setting[len(prefix):])
-	return name, err == nil
 }
 
 // loggingDefaults are the values -v, --vmodule and --logging-format have
@@ -193,5 +154,3 @@ func loggingDefaults() map[string]string {
 	}
 	return out
 }
-
-func featureName(name string) featuregate.Feature { return featuregate.Feature(name) }
