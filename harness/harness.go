@@ -539,7 +539,6 @@ func (r *run) wait() error {
 // stop stops the components that were launched, in reverse dependency order,
 // each within StopTimeout.
 func (r *run) stop() error {
-	timeout := cmp.Or(r.h.StopTimeout, DefaultStopTimeout)
 	for _, u := range slices.Backward(r.order) {
 		if u.done == nil {
 			r.h.mu.Lock()
@@ -550,20 +549,32 @@ func (r *run) stop() error {
 			}
 			continue
 		}
-		r.h.mu.Lock()
-		u.stopping = true
-		failed := u.state == Failed
-		r.h.mu.Unlock()
-		if !failed {
-			r.setState(u, Stopping, nil)
-		}
-		if err := r.stopUnit(u, timeout); err != nil {
-			err = &ComponentError{Component: u.c.Name(), Phase: PhaseStop, Err: err}
+		if err := r.stopLaunched(u); err != nil {
 			r.addErr(err)
-			r.setState(u, Failed, err)
-		} else if !failed {
-			r.setState(u, Stopped, nil)
 		}
+	}
+	return nil
+}
+
+// stopLaunched stops a component whose Run was called, within StopTimeout,
+// and records its state. A failure comes back as a *ComponentError in
+// phase stop, the component's state Failed; one that had failed already
+// keeps that state.
+func (r *run) stopLaunched(u *unit) error {
+	r.h.mu.Lock()
+	u.stopping = true
+	failed := u.state == Failed
+	r.h.mu.Unlock()
+	if !failed {
+		r.setState(u, Stopping, nil)
+	}
+	if err := r.stopUnit(u, cmp.Or(r.h.StopTimeout, DefaultStopTimeout)); err != nil {
+		err = &ComponentError{Component: u.c.Name(), Phase: PhaseStop, Err: err}
+		r.setState(u, Failed, err)
+		return err
+	}
+	if !failed {
+		r.setState(u, Stopped, nil)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -85,17 +84,10 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 
 	r.log.Info("Restarting", "component", name, "with", len(set)-1, "dependents")
 	for _, old := range slices.Backward(set) {
-		r.h.mu.Lock()
-		old.stopping = true
-		r.h.mu.Unlock()
-		r.setState(old, Stopping, nil)
-		if err := r.stopUnit(old, cmp.Or(r.h.StopTimeout, DefaultStopTimeout)); err != nil {
-			err = &ComponentError{Component: old.c.Name(), Phase: PhaseStop, Err: err}
-			r.setState(old, Failed, err)
+		if err := r.stopLaunched(old); err != nil {
 			r.failWith(err)
 			return err
 		}
-		r.setState(old, Stopped, nil)
 	}
 	r.replace(set, fresh)
 	for _, u := range fresh {
