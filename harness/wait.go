@@ -15,15 +15,16 @@ func (h *Harness) notifyLocked() {
 }
 
 // changes returns a channel closed at the next state or phase change, and
-// the status as of now.
+// the status as of now. The channel is taken before the status is read, so
+// a change between the two closes it and is not missed.
 func (h *Harness) changes() (<-chan struct{}, Status) {
-	st := h.Status()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.changed == nil {
 		h.changed = make(chan struct{})
 	}
-	return h.changed, st
+	changed := h.changed
+	h.mu.Unlock()
+	return changed, h.Status()
 }
 
 // WaitReady blocks until the named components (every component, if none is
