@@ -43,16 +43,12 @@ import (
 // v1.36 from go.k8s-1.36.mod).
 var wantVersion = version.Get().GitVersion
 
-// Three real alpha gates of k8s.io/kubernetes/pkg/features at 1.37, off by
-// default, one used by each component, none of which changes what these
-// tests do:
-//   - apiserver: MutablePVNodeAffinity (PersistentVolume validation),
-//   - scheduler: InterPodAffinityHostnameFastPath (an InterPodAffinity fast path),
-//   - controller-manager: StatefulSetRecreateStrategy (the StatefulSet controller).
+// The three real alpha gates the tests turn on, one per component, off by
+// default in both minors (see testenv.APIServerGate).
 const (
-	apiserverGate  = "MutablePVNodeAffinity"
-	schedulerGate  = "InterPodAffinityHostnameFastPath"
-	controllerGate = "StatefulSetRecreateStrategy"
+	apiserverGate  = testenv.APIServerGate
+	schedulerGate  = testenv.SchedulerGate
+	controllerGate = testenv.ControllerManagerGate
 )
 
 func init() {

@@ -32,13 +32,13 @@ import (
 )
 
 // restartCycles are the three starts of TestThreeStartsInOneProcess: each
-// turns on one real alpha gate of k8s.io/kubernetes/pkg/features at 1.37
-// (off by default) in one component, and leaves the other two at their
+// turns on one component's real alpha gate (testenv.APIServerGate and the
+// others: off by default in both minors) and leaves the other two at their
 // defaults.
 var restartCycles = []struct{ component, gate string }{
-	{components.APIServerName, "StatefulSetRecreateStrategy"},     // apps validation
-	{components.SchedulerName, "SchedulerPreQueueingHints"},       // a scheduler extension point
-	{components.ControllerManagerName, "NodeLifecycleConditions"}, // the node lifecycle controller
+	{components.APIServerName, testenv.APIServerGate},
+	{components.SchedulerName, testenv.SchedulerGate},
+	{components.ControllerManagerName, testenv.ControllerManagerGate},
 }
 
 // What a start must not log (the child's whole output is searched): the

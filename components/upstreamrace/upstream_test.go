@@ -25,23 +25,18 @@ import (
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// Three real alpha gates of k8s.io/kubernetes 1.37 (off by default), one per
-// component, as in k3s#11853.
+// Three real alpha gates of k8s.io/kubernetes (off by default in both
+// minors the module builds against), one per component, as in k3s#11853.
 const (
-	apiserverGate = "StatefulSetRecreateStrategy"
-	schedulerGate = "SchedulerPreQueueingHints"
-	kcmGate       = "NodeLifecycleConditions"
+	apiserverGate = testenv.APIServerGate
+	schedulerGate = testenv.SchedulerGate
+	kcmGate       = testenv.ControllerManagerGate
 )
-
-var gateOf = map[string]string{
-	components.APIServerName:         apiserverGate,
-	components.SchedulerName:         schedulerGate,
-	components.ControllerManagerName: kcmGate,
-}
 
 // k3sLike is the three upstream components built in one process the way
 // k3s builds them: kube-scheduler's and kube-controller-manager's cobra
@@ -185,8 +180,8 @@ func TestChild(t *testing.T) {
 	args := map[string][]string{}
 	switch scenario {
 	case "sequential", "concurrent":
-		for c, g := range gateOf {
-			args[c] = []string{"--feature-gates=" + g + "=true"}
+		for _, c := range order {
+			args[c] = []string{"--feature-gates=" + testenv.GateOf(c) + "=true"}
 		}
 	case "conflict":
 		args[components.APIServerName] = []string{"--feature-gates=" + schedulerGate + "=true"}
@@ -255,7 +250,7 @@ func harnessScenario(t *testing.T) result {
 		wg.Go(func() {
 			err := a.AddFlags(s)
 			if err == nil {
-				err = s.Parse([]string{"--feature-gates=" + gateOf[a.Name()] + "=true"})
+				err = s.Parse([]string{"--feature-gates=" + testenv.GateOf(a.Name()) + "=true"})
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -296,7 +291,7 @@ func TestUpstream_RealCommands_SequentialParse_GatesMerge(t *testing.T) {
 }
 
 // TestUpstream_RealCommands_ConflictingGate_LastWinsSilently: the apiserver
-// asks SchedulerPreQueueingHints=true, the scheduler =false; both PreRunEs
+// asks schedulerGate=true, the scheduler =false; both PreRunEs
 // return nil and the process gate says false: the scheduler parsed last.
 func TestUpstream_RealCommands_ConflictingGate_LastWinsSilently(t *testing.T) {
 	if child() {
@@ -358,19 +353,9 @@ func TestUpstream_RealCommands_ConcurrentParse(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, on, 2, "the one process gate has several components' gates: %v", r.Enabled)
 	for _, c := range order {
-		others := slices.DeleteFunc(slices.Collect(mapsValues(gateOf)), func(g string) bool { return g == gateOf[c] })
+		others := slices.DeleteFunc([]string{apiserverGate, schedulerGate, kcmGate}, func(g string) bool { return g == testenv.GateOf(c) })
 		assert.True(t, slices.ContainsFunc(others, func(g string) bool { return strings.Contains(r.Flags[c], g) }),
 			"%s's --feature-gates (%q) reads a gate another component asked for", c, r.Flags[c])
-	}
-}
-
-func mapsValues(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for _, v := range m {
-			if !yield(v) {
-				return
-			}
-		}
 	}
 }
 
@@ -388,7 +373,7 @@ func TestHarness_RealAdapters_EveryComponentsGateApplied(t *testing.T) {
 	assert.Empty(t, r.Errors)
 	assert.Equal(t, map[string]bool{apiserverGate: true, schedulerGate: true, kcmGate: true}, r.Enabled)
 	for _, c := range order {
-		assert.Equal(t, ":"+gateOf[c]+"=true", r.Flags[c], "%s's scope reads only its own gate", c)
+		assert.Equal(t, ":"+testenv.GateOf(c)+"=true", r.Flags[c], "%s's scope reads only its own gate", c)
 	}
 }
 

@@ -237,9 +237,9 @@ func TestPerComponentFeatureGates(t *testing.T) {
 	// k3s#11853: a different alpha gate per component, each through its own
 	// --kube-*-arg.
 	gates := map[string]string{
-		"kube-apiserver":          "StatefulSetRecreateStrategy",
-		"kube-scheduler":          "SchedulerPreQueueingHints",
-		"kube-controller-manager": "NodeLifecycleConditions",
+		"kube-apiserver":          testenv.APIServerGate,
+		"kube-scheduler":          testenv.SchedulerGate,
+		"kube-controller-manager": testenv.ControllerManagerGate,
 	}
 	s := newServer(t, t.TempDir())
 	s.start(
@@ -265,7 +265,7 @@ func TestPerComponentFeatureGates(t *testing.T) {
 	}
 	table, err := exec.Command(binary, "features", "--status-address="+s.statusAddress()).Output()
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^SchedulerPreQueueingHints\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=SchedulerPreQueueingHints=true$`, string(table))
+	assert.Regexp(t, `(?m)^`+testenv.SchedulerGate+`\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=`+testenv.SchedulerGate+`=true$`, string(table))
 
 	metrics, err := s.client().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	require.NoError(t, err)
@@ -296,10 +296,10 @@ func TestPerComponentFeatureGates(t *testing.T) {
 //     one is deterministic, but only for a listen whose error is reported.
 func TestConflictFailsBeforeAnythingListens(t *testing.T) {
 	conflict := []string{
-		"--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true",
-		"--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false",
+		"--kube-apiserver-arg=feature-gates=" + testenv.SchedulerGate + "=true",
+		"--kube-scheduler-arg=feature-gates=" + testenv.SchedulerGate + "=false",
 	}
-	const wantErr = `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true (--feature-gates=SchedulerPreQueueingHints=true), kube-scheduler sets false (--feature-gates=SchedulerPreQueueingHints=false)`
+	const wantErr = `feature gate "` + testenv.SchedulerGate + `": kube-apiserver sets true (--feature-gates=` + testenv.SchedulerGate + `=true), kube-scheduler sets false (--feature-gates=` + testenv.SchedulerGate + `=false)`
 
 	t.Run("watched", func(t *testing.T) {
 		dataDir := t.TempDir()
@@ -507,16 +507,16 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 		}
 		return stdout.String(), stderr.String(), code
 	}
-	out, _, code := run("--feature-gates=SchedulerPreQueueingHints=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager")
+	out, _, code := run("--feature-gates="+testenv.SchedulerGate+"=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "kube-apiserver:\n")
 	assert.Contains(t, out, "  --v=2\n", "the apiserver's own argument")
 	assert.Contains(t, out, "kube-scheduler:\n")
 	assert.NotContains(t, out, "kube-controller-manager:", "--disable-controller-manager")
-	assert.Regexp(t, `(?m)^SchedulerPreQueueingHints\s+Alpha\s+true\s+false\s+flag\s+kube-apiserver --feature-gates=SchedulerPreQueueingHints=true; kube-scheduler --feature-gates=SchedulerPreQueueingHints=true$`, out)
+	assert.Regexp(t, `(?m)^`+testenv.SchedulerGate+`\s+Alpha\s+true\s+false\s+flag\s+kube-apiserver --feature-gates=`+testenv.SchedulerGate+`=true; kube-scheduler --feature-gates=`+testenv.SchedulerGate+`=true$`, out)
 
 	// The same as JSON, for programs (the bench reads it).
-	out, _, code = run("--feature-gates=SchedulerPreQueueingHints=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager", "-o", "json")
+	out, _, code = run("--feature-gates="+testenv.SchedulerGate+"=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager", "-o", "json")
 	require.Equal(t, 0, code)
 	var dry struct {
 		Components []struct {
@@ -534,7 +534,7 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	assert.Contains(t, names, "kube-scheduler")
 	assert.NotContains(t, names, "kube-controller-manager")
 	require.NotNil(t, dry.Plan)
-	i := slices.IndexFunc(dry.Plan.Features, func(f scoping.FeatureState) bool { return f.Name == "SchedulerPreQueueingHints" })
+	i := slices.IndexFunc(dry.Plan.Features, func(f scoping.FeatureState) bool { return f.Name == testenv.SchedulerGate })
 	require.GreaterOrEqual(t, i, 0)
 	assert.True(t, dry.Plan.Features[i].Enabled)
 	assert.Len(t, dry.Plan.Features[i].Requests, 2)
@@ -542,9 +542,9 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "--output=yaml: want table or json")
 
-	_, stderr, code = run("--kube-apiserver-arg=feature-gates=SchedulerPreQueueingHints=true", "--kube-scheduler-arg=feature-gates=SchedulerPreQueueingHints=false")
+	_, stderr, code = run("--kube-apiserver-arg=feature-gates="+testenv.SchedulerGate+"=true", "--kube-scheduler-arg=feature-gates="+testenv.SchedulerGate+"=false")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr, `feature gate "SchedulerPreQueueingHints": kube-apiserver sets true`)
+	assert.Contains(t, stderr, `feature gate "`+testenv.SchedulerGate+`": kube-apiserver sets true`)
 	_, err := os.Stat(dataDir)
 	assert.True(t, os.IsNotExist(err), "a dry run writes nothing, not even the data dir")
 }

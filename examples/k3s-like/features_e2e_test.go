@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -98,9 +99,9 @@ func runCheck(t *testing.T, kubeconfig, file string) (string, int) {
 // workload check, and a restart without one gate.
 func TestFeatureDiscovery(t *testing.T) {
 	gates := map[string]string{
-		"kube-apiserver":          "StatefulSetRecreateStrategy",
-		"kube-scheduler":          "SchedulerPreQueueingHints",
-		"kube-controller-manager": "NodeLifecycleConditions",
+		"kube-apiserver":          testenv.APIServerGate,
+		"kube-scheduler":          testenv.SchedulerGate,
+		"kube-controller-manager": testenv.ControllerManagerGate,
 	}
 	s := newServer(t, t.TempDir())
 	started := time.Now()
@@ -177,7 +178,8 @@ func TestFeatureDiscovery(t *testing.T) {
 		rows[r.Cells[0].(string)] = r.Cells
 	}
 	assert.Len(t, rows, len(plan))
-	assert.Equal(t, []any{"schedulerprequeueinghints", "Alpha", true, false, "kube-scheduler=true"}, rows["schedulerprequeueinghints"][:5])
+	sched := strings.ToLower(testenv.SchedulerGate)
+	assert.Equal(t, []any{sched, "Alpha", true, false, "kube-scheduler=true"}, rows[sched][:5])
 
 	// features check: a Deployment is served; an EvictionRequest
 	// (lifecycle.k8s.io/v1alpha1, alpha, off) is not, and the line says
@@ -248,12 +250,12 @@ func TestFeatureDiscovery(t *testing.T) {
 func TestFeatureDiscoveryHA(t *testing.T) {
 	ha := slices.Clip(append(externalEtcd(t), "--token=e2e-secret")) // the appends below share no backing array
 	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
-	a.start(append(ha, "--node-name=server-a", "--kube-apiserver-arg=feature-gates=StatefulSetRecreateStrategy=true")...)
+	a.start(append(ha, "--node-name=server-a", "--kube-apiserver-arg=feature-gates="+testenv.APIServerGate+"=true")...)
 	a.waitReady(90 * time.Second)
 	b.start(append(ha, "--node-name=server-b")...)
 	b.waitReady(90 * time.Second)
 
-	gate := "StatefulSetRecreateStrategy"
+	gate := testenv.APIServerGate
 	var entries map[string]map[string]any
 	require.Eventually(t, func() bool {
 		f, ok := a.features()[gate]

@@ -122,7 +122,7 @@ func TestMinimal(t *testing.T) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 	var features featuresv1alpha1.FeatureList
-	known := func(f featuresv1alpha1.Feature) bool { return f.Name == "schedulerprequeueinghints" }
+	known := func(f featuresv1alpha1.Feature) bool { return f.Name == strings.ToLower(testenv.SchedulerGate) }
 	assert.Eventually(t, func() bool { // the publisher applies them concurrently
 		list, err := dyn.Resource(featuresv1alpha1.Resource).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -135,8 +135,8 @@ func TestMinimal(t *testing.T) {
 	t.Logf("%d Feature objects", len(features.Items))
 	assert.Greater(t, len(features.Items), 200)
 	i := slices.IndexFunc(features.Items, known)
-	require.GreaterOrEqual(t, i, 0, "the SchedulerPreQueueingHints gate is listed")
-	assert.Equal(t, "SchedulerPreQueueingHints", features.Items[i].Status.Name)
+	require.GreaterOrEqual(t, i, 0, "the "+testenv.SchedulerGate+" gate is listed")
+	assert.Equal(t, testenv.SchedulerGate, features.Items[i].Status.Name)
 	if assert.Len(t, features.Items[i].Status.Servers, 1) {
 		assert.Equal(t, "minimal", features.Items[i].Status.Servers[0].Server, "the publisher's Server")
 	}
