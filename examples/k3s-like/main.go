@@ -6,6 +6,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,9 +19,18 @@ func main() {
 		Short:         "A single-binary Kubernetes control plane built on kubeharness",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Without a subcommand: the help, or the version (see versionRequested).
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return versionRequested(cmd)
+		},
 	}
 	root.AddCommand(newServerCommand(), newFeaturesCommand())
-	if err := root.Execute(); err != nil {
+	err := root.Execute()
+	if errors.As(err, new(versionPrinted)) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "k3s-like:", err)
 		os.Exit(1)
 	}
