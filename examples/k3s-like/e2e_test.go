@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/version"
 
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -201,6 +203,14 @@ func TestServerRunsPodsStopsAndRestarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := s.client()
+	// /version: the minor this binary (and this test) was built from,
+	// emulating itself: bin/k3s-like-1.36 says v1.36.x.
+	info, err := c.Discovery().ServerVersion()
+	require.NoError(t, err)
+	assert.Regexp(t, `^v`+regexp.QuoteMeta(version.DefaultKubeBinaryVersion)+`\.\d+$`, info.GitVersion)
+	assert.Equal(t, "1."+info.Minor, version.DefaultKubeBinaryVersion)
+	assert.Equal(t, info.Minor, info.EmulationMinor, "no --emulated-version: it emulates its own minor")
+	t.Logf("/version: %s (emulation %s.%s, min compatibility %s.%s)", info.GitVersion, info.EmulationMajor, info.EmulationMinor, info.MinCompatibilityMajor, info.MinCompatibilityMinor)
 	createReadyNode(ctx, t, c, "node-1")
 	created := time.Now()
 	deployAndWaitBound(ctx, t, c, "web", 3, "node-1")

@@ -181,14 +181,16 @@ func TestFeatureDiscovery(t *testing.T) {
 	sched := strings.ToLower(testenv.SchedulerGate)
 	assert.Equal(t, []any{sched, "Alpha", true, false, "kube-scheduler=true"}, rows[sched][:5])
 
-	// features check: a Deployment is served; an EvictionRequest
-	// (lifecycle.k8s.io/v1alpha1, alpha, off) is not, and the line says
-	// what would serve it.
+	// features check: a Deployment is served; a PodCertificateRequest of
+	// certificates.k8s.io/v1beta1 (off by default in 1.36 and 1.37, storage
+	// behind the gate PodCertificateRequest: beta and off in 1.36, GA in
+	// 1.37) is not, and the line says what would serve it, with the gate's
+	// stage and value as the server's plan has them.
 	dir := t.TempDir()
 	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n"
-	eviction := "apiVersion: lifecycle.k8s.io/v1alpha1\nkind: EvictionRequest\nmetadata:\n  name: drain-me\n"
+	pcr := "apiVersion: certificates.k8s.io/v1beta1\nkind: PodCertificateRequest\nmetadata:\n  name: pcr\n"
 	both, only := filepath.Join(dir, "both.yaml"), filepath.Join(dir, "deployment.yaml")
-	require.NoError(t, os.WriteFile(both, []byte(deployment+"---\n"+eviction), 0o600))
+	require.NoError(t, os.WriteFile(both, []byte(deployment+"---\n"+pcr), 0o600))
 	require.NoError(t, os.WriteFile(only, []byte(deployment), 0o600))
 	kubeconfig := filepath.Join(s.dataDir, "admin.kubeconfig")
 	out, code := runCheck(t, kubeconfig, both)
@@ -196,9 +198,12 @@ func TestFeatureDiscovery(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2, out)
 	assert.Equal(t, "ok       apps/v1 Deployment web", lines[0])
-	assert.Contains(t, lines[1], "MISSING  lifecycle.k8s.io/v1alpha1 EvictionRequest drain-me")
-	assert.Contains(t, lines[1], "runtime-config=lifecycle.k8s.io/v1alpha1=true")
-	assert.Contains(t, lines[1], "feature gate EvictionRequestAPI (Alpha, disabled)")
+	assert.Contains(t, lines[1], "MISSING  certificates.k8s.io/v1beta1 PodCertificateRequest pcr")
+	assert.Contains(t, lines[1], "runtime-config=certificates.k8s.io/v1beta1=true")
+	pcrGate, ok := plan["PodCertificateRequest"]
+	require.True(t, ok, "the plan has the gate PodCertificateRequest")
+	state := map[bool]string{true: "enabled", false: "disabled"}[pcrGate.Enabled]
+	assert.Contains(t, lines[1], "feature gate PodCertificateRequest ("+pcrGate.Stage+", "+state+")")
 	out, code = runCheck(t, kubeconfig, only)
 	assert.Equal(t, 0, code, out)
 	assert.Equal(t, "ok       apps/v1 Deployment web\n", out)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
+	"k8s.io/kubernetes/pkg/controlplane"
 )
 
 // Object is one manifest document's identity.
@@ -161,74 +162,23 @@ func explain(gv schema.GroupVersion, kind string, gvServed bool, gates map[strin
 	return what + "; needs " + strings.Join(needs, " and ")
 }
 
-// gated are the kinds whose storage kube-apiserver 1.37 adds only when a
-// feature gate is on (k8s.io/kubernetes@v1.37.2):
-//
-//	pkg/registry/certificates/rest/storage_certificates.go:90,102,121,133,152
-//	pkg/registry/lifecycle/rest/storage_coordination.go:56,68
-//	pkg/registry/scheduling/rest/storage_scheduling.go:97,109,128,140,153
-//	pkg/registry/storagemigration/rest/storage_storagemigration.go:59,78
-var gated = map[schema.GroupVersionKind][]string{
-	{Group: "certificates.k8s.io", Version: "v1", Kind: "ClusterTrustBundle"}:               {"ClusterTrustBundle"},
-	{Group: "certificates.k8s.io", Version: "v1", Kind: "PodCertificateRequest"}:            {"PodCertificateRequest"},
-	{Group: "certificates.k8s.io", Version: "v1beta1", Kind: "ClusterTrustBundle"}:          {"ClusterTrustBundle"},
-	{Group: "certificates.k8s.io", Version: "v1beta1", Kind: "PodCertificateRequest"}:       {"PodCertificateRequest"},
-	{Group: "certificates.k8s.io", Version: "v1alpha1", Kind: "ClusterTrustBundle"}:         {"ClusterTrustBundle"},
-	{Group: "lifecycle.k8s.io", Version: "v1alpha1", Kind: "Eviction"}:                      {"EvictionRequestAPI"},
-	{Group: "lifecycle.k8s.io", Version: "v1alpha1", Kind: "EvictionRequest"}:               {"EvictionRequestAPI"},
-	{Group: "scheduling.k8s.io", Version: "v1beta1", Kind: "Workload"}:                      {"GenericWorkload"},
-	{Group: "scheduling.k8s.io", Version: "v1beta1", Kind: "PodGroup"}:                      {"GenericWorkload"},
-	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "Workload"}:                     {"GenericWorkload"},
-	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "PodGroup"}:                     {"GenericWorkload"},
-	{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "CompositePodGroup"}:            {"CompositePodGroup"},
-	{Group: "storagemigration.k8s.io", Version: "v1", Kind: "StorageVersionMigration"}:      {"StorageVersionMigrator"},
-	{Group: "storagemigration.k8s.io", Version: "v1beta1", Kind: "StorageVersionMigration"}: {"StorageVersionMigrator"},
-}
-
-// GatesFor returns the feature gates kube-apiserver 1.37 needs on to serve
-// gvk, or nil.
-func GatesFor(gvk schema.GroupVersionKind) []string { return gated[gvk] }
-
-// offByDefault are the alpha and beta group-versions kube-apiserver 1.37
-// does not serve unless --runtime-config enables them
-// (k8s.io/kubernetes@v1.37.2 pkg/controlplane/instance.go:490-525:
-// genericBetaAPIGroupVersionsDisabledByDefault,
-// betaAPIGroupVersionsDisabledByDefault,
-// genericAlphaAPIGroupVersionsDisabledByDefault,
-// alphaAPIGroupVersionsDisabledByDefault).
-var offByDefault = map[schema.GroupVersion]bool{
-	{Group: "admissionregistration.k8s.io", Version: "v1beta1"}:  true,
-	{Group: "authentication.k8s.io", Version: "v1beta1"}:         true,
-	{Group: "certificates.k8s.io", Version: "v1beta1"}:           true,
-	{Group: "coordination.k8s.io", Version: "v1beta1"}:           true,
-	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta1"}:  true,
-	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta2"}:  true,
-	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1beta3"}:  true,
-	{Group: "storagemigration.k8s.io", Version: "v1beta1"}:       true,
-	{Group: "storage.k8s.io", Version: "v1beta1"}:                true,
-	{Group: "networking.k8s.io", Version: "v1beta1"}:             true,
-	{Group: "resource.k8s.io", Version: "v1beta1"}:               true,
-	{Group: "resource.k8s.io", Version: "v1beta2"}:               true,
-	{Group: "scheduling.k8s.io", Version: "v1beta1"}:             true,
-	{Group: "admissionregistration.k8s.io", Version: "v1alpha1"}: true,
-	{Group: "internal.apiserver.k8s.io", Version: "v1alpha1"}:    true,
-	{Group: "authentication.k8s.io", Version: "v1alpha1"}:        true,
-	{Group: "coordination.k8s.io", Version: "v1alpha2"}:          true,
-	{Group: "certificates.k8s.io", Version: "v1alpha1"}:          true,
-	{Group: "lifecycle.k8s.io", Version: "v1alpha1"}:             true,
-	{Group: "resource.k8s.io", Version: "v1alpha3"}:              true,
-	{Group: "scheduling.k8s.io", Version: "v1alpha3"}:            true,
-	{Group: "storage.k8s.io", Version: "v1alpha1"}:               true,
-}
+// GatesFor returns the feature gates kube-apiserver needs on to serve gvk,
+// or nil: the table of the minor this binary is built from (gated_k8s*.go).
+func GatesFor(gvk schema.GroupVersionKind) []string { return gatedKinds()[gvk] }
 
 // RuntimeConfigOnly reports whether gv is a built-in alpha or beta
-// group-version kube-apiserver serves only with --runtime-config.
-func RuntimeConfigOnly(gv schema.GroupVersion) bool { return offByDefault[gv] }
+// group-version kube-apiserver serves only with --runtime-config: upstream's
+// own list, the group-versions its DefaultAPIResourceConfigSource disables
+// (k8s.io/kubernetes pkg/controlplane/instance.go, of the minor built).
+func RuntimeConfigOnly(gv schema.GroupVersion) bool {
+	enabled, listed := controlplane.DefaultAPIResourceConfigSource().GroupVersionConfigs[gv]
+	return listed && !enabled
+}
 
 // KnownGates are every gate the built-in table names, sorted.
 func KnownGates() []string {
 	set := map[string]bool{}
-	for _, gs := range gated {
+	for _, gs := range gatedKinds() {
 		for _, g := range gs {
 			set[g] = true
 		}

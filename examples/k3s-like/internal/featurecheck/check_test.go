@@ -8,8 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/component-base/featuregate"
+	_ "k8s.io/kubernetes/pkg/features" // the kube gates, for TestTable
 )
 
 const manifest = `
@@ -19,9 +22,9 @@ metadata: {name: web}
 ---
 # a comment only
 ---
-apiVersion: lifecycle.k8s.io/v1alpha1
-kind: EvictionRequest
-metadata: {name: er}
+apiVersion: certificates.k8s.io/v1beta1
+kind: PodCertificateRequest
+metadata: {name: pcr}
 ---
 apiVersion: v1
 kind: List
@@ -36,7 +39,7 @@ func TestReadAndCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []Object{
 		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
-		{APIVersion: "lifecycle.k8s.io/v1alpha1", Kind: "EvictionRequest", Name: "er"},
+		{APIVersion: "certificates.k8s.io/v1beta1", Kind: "PodCertificateRequest", Name: "pcr"},
 		{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"},
 	}, objs)
 
@@ -44,17 +47,30 @@ func TestReadAndCheck(t *testing.T) {
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}}},
 	}}}
-	res, err := Check(disc, map[string]Gate{"EvictionRequestAPI": {Stage: "Alpha"}}, objs)
+	res, err := Check(disc, map[string]Gate{"PodCertificateRequest": {Stage: "Beta"}}, objs)
 	require.NoError(t, err)
 	assert.True(t, res[0].Served)
 	assert.True(t, res[2].Served)
 	assert.False(t, res[1].Served)
-	assert.Contains(t, res[1].Reason, "runtime-config=lifecycle.k8s.io/v1alpha1=true")
-	assert.Contains(t, res[1].Reason, "feature gate EvictionRequestAPI (Alpha, disabled)")
+	assert.Contains(t, res[1].Reason, "runtime-config=certificates.k8s.io/v1beta1=true")
+	assert.Contains(t, res[1].Reason, "feature gate PodCertificateRequest (Beta, disabled)")
 }
 
+// TestTable: the tables of the minor built (certificates.k8s.io/v1beta1
+// and its PodCertificateRequest are off by default and gated in 1.36 and
+// 1.37 alike), and every gate the gated-kinds table names is a kube gate of
+// that minor, so a table copied from another minor fails here.
 func TestTable(t *testing.T) {
-	assert.True(t, RuntimeConfigOnly(schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1alpha3"}))
+	assert.True(t, RuntimeConfigOnly(schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1beta1"}))
 	assert.False(t, RuntimeConfigOnly(schema.GroupVersion{Group: "apps", Version: "v1"}))
-	assert.Equal(t, []string{"CompositePodGroup"}, GatesFor(schema.GroupVersionKind{Group: "scheduling.k8s.io", Version: "v1alpha3", Kind: "CompositePodGroup"}))
+	assert.False(t, RuntimeConfigOnly(schema.GroupVersion{Group: "no.such.group", Version: "v1"}))
+	assert.Equal(t, []string{"PodCertificateRequest"}, GatesFor(schema.GroupVersionKind{Group: "certificates.k8s.io", Version: "v1beta1", Kind: "PodCertificateRequest"}))
+	known := utilfeature.DefaultMutableFeatureGate.GetAll()
+	for gvk, gates := range gatedKinds() {
+		for _, g := range gates {
+			_, ok := known[featuregate.Feature(g)]
+			assert.True(t, ok, "%s: gate %s is registered in this minor", gvk, g)
+		}
+	}
+	assert.NotEmpty(t, KnownGates())
 }
