@@ -3,7 +3,6 @@ package harness_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr/funcr"
 
@@ -124,8 +123,8 @@ func ExampleHarness_Restart() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	for !h.Status().Ready() {
-		time.Sleep(time.Millisecond)
+	if err := h.WaitReady(ctx); err != nil { // every component ready, Run in PhaseRun
+		fmt.Println(err)
 	}
 	fmt.Println(h.Restart(ctx, "kube-scheduler", []string{"--profile=two"}))
 	fmt.Println(h.Restart(ctx, "kube-scheduler", []string{"--feature-gates=Foo=true"}))

@@ -178,3 +178,25 @@ func TestRestartedInstanceNeverReady(t *testing.T) {
 		assert.Contains(t, j.list(), "stop a")
 	})
 }
+
+// TestRestartRightAfterReady: every component may be ready a moment before
+// Run enters PhaseRun; Status.Ready and WaitReady wait for PhaseRun, so a
+// Restart right after them is never refused as "not running" (it was, about
+// once in twenty runs, before they did).
+func TestRestartRightAfterReady(t *testing.T) {
+	for i := range 200 {
+		h, _ := newHarness(t)
+		j := &journal{}
+		require.NoError(t, h.Add(newRenewable("a", j), nil))
+		require.NoError(t, h.Add(newRenewable("b", j), nil, "a"))
+		stop, _ := runUntil(t, h)
+		if i%2 == 0 {
+			require.NoError(t, h.WaitReady(t.Context()))
+		} else {
+			require.Eventually(t, func() bool { return h.Status().Ready() }, 10*time.Second, 10*time.Microsecond)
+		}
+		assert.Equal(t, harness.PhaseRun, h.Status().Phase, "run %d", i)
+		require.NoError(t, h.Restart(t.Context(), "b", []string{"--profile=two"}), "run %d", i)
+		require.NoError(t, stop())
+	}
+}

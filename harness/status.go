@@ -59,9 +59,11 @@ func (h *Harness) Status() Status {
 	return st
 }
 
-// Ready reports whether every component is ready.
+// Ready reports whether the harness runs (PhaseRun) with every component
+// ready: what Restart needs. Every component may be ready a moment before
+// Run moves from PhaseStart to PhaseRun; Ready is false until it did.
 func (s Status) Ready() bool {
-	if len(s.Components) == 0 {
+	if len(s.Components) == 0 || s.Phase != PhaseRun {
 		return false
 	}
 	for _, c := range s.Components {

@@ -28,7 +28,8 @@ func (h *Harness) changes() (<-chan struct{}, Status) {
 }
 
 // WaitReady blocks until the named components (every component, if none is
-// named) are all Ready at once, and returns nil; or until ctx ends (its
+// named) are all Ready at once — for every component, with Run in PhaseRun
+// (Status.Ready), so Restart may follow — and returns nil; or until ctx ends (its
 // error), or the run ended or one of them failed (an error naming it). It
 // is the notification a binary waits on instead of polling Status — after
 // Run started it, and again after a Restart. A component not added is an
@@ -54,8 +55,10 @@ func (h *Harness) WaitReady(ctx context.Context, names ...string) error {
 			ready = ready && c.State == Ready
 		}
 		switch {
-		case ready && st.Phase != PhaseDone:
+		case ready && st.Phase == PhaseRun:
 			return nil
+		case ready && len(names) > 0 && st.Phase == PhaseStart:
+			return nil // the named ones are ready; the others may still start
 		case st.Phase == PhaseDone:
 			return fmt.Errorf("harness: the run ended before %v were ready", orAll(names))
 		}
