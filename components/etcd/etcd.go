@@ -56,6 +56,17 @@ type Config struct {
 	LogLevel string
 	// UnsafeNoFsync skips fsync: only for data that is thrown away (tests).
 	UnsafeNoFsync bool
+	// StorageVersion ("3.6"), when one minor below the embedded etcd's
+	// (BinaryVersion), is the etcd that must be able to open DataDir after
+	// this member stops: the one an older minor of the same distro embeds,
+	// for a rollback. Run then enables etcd's downgrade to it once the
+	// member serves (as soon as the cluster version has risen above it),
+	// and Ready waits until the member reports that storage version; the
+	// member keeps serving meanwhile and after, and the downgrade stays
+	// enabled while it runs. "" (or the embedded minor) keeps etcd's own:
+	// a downgrade an earlier run left enabled is cancelled. Anything else
+	// is an error: etcd downgrades one minor only.
+	StorageVersion string
 }
 
 func (c Config) clientPort() int {
@@ -87,6 +98,9 @@ func (c Config) validate() error {
 		if f.value == "" {
 			missing = append(missing, fmt.Errorf("etcd: Config.%s is required", f.name))
 		}
+	}
+	if _, err := c.storageTarget(); err != nil {
+		missing = append(missing, err)
 	}
 	return errors.Join(missing...)
 }
@@ -164,6 +178,10 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	if err := os.MkdirAll(e.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("etcd: data dir: %w", err)
 	}
+	if err := e.cfg.checkStorage(); err != nil {
+		return err
+	}
+	target, _ := e.cfg.storageTarget() // validated above
 	logger := klog.FromContext(ctx).WithName(Name)
 	var closing atomic.Bool
 	zl, err := newZapLogger(logger, e.cfg.logLevel(), &closing)
@@ -201,7 +219,14 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	}()
 	select {
 	case <-srv.Server.ReadyNotify():
-		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", e.cfg.DataDir)
+		if err := settleStorage(ctx, logger, srv.Server, target); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", e.cfg.DataDir,
+			"storageVersion", storageVersionOf(srv.Server), "clusterVersion", srv.Server.ClusterVersion())
 		close(e.ready)
 	case err := <-srv.Err():
 		return fmt.Errorf("etcd: %w", err)
