@@ -213,7 +213,6 @@ replace (
 	github.com/prometheus/common => github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
 	github.com/sirupsen/logrus => github.com/sirupsen/logrus v1.9.3
-	go.etcd.io/bbolt => go.etcd.io/bbolt v1.4.3
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.8
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.8
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.8
