@@ -22,6 +22,17 @@
 // before Run: as a harness component, etcd starts only after the barrier
 // passed.
 //
+// Rolling back to an older etcd: each Kubernetes minor embeds its own etcd
+// minor (1.36: 3.6, 1.37: 3.7), and an etcd refuses a data dir whose
+// storage version is newer than itself (Run checks before starting and
+// returns a *StorageVersionError). Config.StorageVersion one minor back
+// (or SetStorageVersion, before Run) runs etcd's own downgrade procedure on
+// this single member: once it serves, the downgrade to that minor is
+// enabled, the member migrates its storage schema, and Ready waits for it;
+// the member serves on, and after it stops the older etcd opens the data
+// dir. A later run without it cancels the downgrade and the storage returns
+// to the embedded minor.
+//
 // etcd logs through the logr.Logger of Run's context (klog.FromContext,
 // named "etcd"), not as JSON lines of its own on stderr: the harness's
 // components all log through klog. Config.LogLevel filters what etcd logs

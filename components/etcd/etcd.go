@@ -138,14 +138,38 @@ func (e *Etcd) Name() string { return Name }
 func (e *Etcd) AddFlags(*scoping.Scope) error { return nil }
 
 // Renew returns a new, unstarted etcd with the same Config.
-func (e *Etcd) Renew() harness.Component { return New(e.cfg) }
+func (e *Etcd) Renew() harness.Component { return New(e.Config()) }
 
-// Config returns the configuration e was made with.
-func (e *Etcd) Config() Config { return e.cfg }
+// Config returns e's configuration.
+func (e *Etcd) Config() Config {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg
+}
+
+// SetStorageVersion sets Config.StorageVersion before Run: for a binary
+// that learns which etcd must open the data dir next only from the
+// reconciled plan (a harness.BarrierHook runs after the barrier, before
+// any component starts). It returns an error once Run was called, or for a
+// version Config.StorageVersion does not accept.
+func (e *Etcd) SetStorageVersion(v string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started.Load() {
+		return errors.New("etcd: SetStorageVersion after Run")
+	}
+	cfg := e.cfg
+	cfg.StorageVersion = v
+	if _, err := cfg.storageTarget(); err != nil {
+		return err
+	}
+	e.cfg = cfg
+	return nil
+}
 
 // ClientURL is the URL clients connect to: https://127.0.0.1:<ClientPort>
 // (the apiserver's --etcd-servers).
-func (e *Etcd) ClientURL() string { return e.cfg.ClientURL() }
+func (e *Etcd) ClientURL() string { return e.Config().ClientURL() }
 
 // ClientURL is the URL clients of an etcd with this configuration connect
 // to: https://127.0.0.1:<ClientPort>.
@@ -163,55 +187,59 @@ func (c Config) peerURL() *url.URL {
 // it to stop, and returns nil. It returns an error if etcd cannot start,
 // fails, or stops on its own. It may be called once.
 func (e *Etcd) Run(ctx context.Context) (err error) {
+	e.mu.Lock()
 	if !e.started.CompareAndSwap(false, true) {
+		e.mu.Unlock()
 		return errors.New("etcd: Run called twice; use Renew for a new run")
 	}
+	c := e.cfg
+	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
 		e.err = err
 		e.mu.Unlock()
 		close(e.exited)
 	}()
-	if err := e.cfg.validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(e.cfg.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("etcd: data dir: %w", err)
 	}
-	if err := e.cfg.checkStorage(); err != nil {
+	if err := c.checkStorage(); err != nil {
 		return err
 	}
-	target, _ := e.cfg.storageTarget() // validated above
+	target, _ := c.storageTarget() // validated above
 	logger := klog.FromContext(ctx).WithName(Name)
 	var closing atomic.Bool
-	zl, err := newZapLogger(logger, e.cfg.logLevel(), &closing)
+	zl, err := newZapLogger(logger, c.logLevel(), &closing)
 	if err != nil {
 		return err
 	}
 	cfg := embed.NewConfig()
-	if e.cfg.MemberName != "" {
-		cfg.Name = e.cfg.MemberName
+	if c.MemberName != "" {
+		cfg.Name = c.MemberName
 	}
-	cfg.Dir = e.cfg.DataDir
+	cfg.Dir = c.DataDir
 	cfg.Logger = "zap"
-	cfg.LogLevel = e.cfg.logLevel()
+	cfg.LogLevel = c.logLevel()
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zl)
-	cfg.UnsafeNoFsync = e.cfg.UnsafeNoFsync
-	client, peer := *e.cfg.clientURL(), *e.cfg.peerURL()
+	cfg.UnsafeNoFsync = c.UnsafeNoFsync
+	client, peer := *c.clientURL(), *c.peerURL()
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenMetricsUrls = nil
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.ClientTLSInfo = transport.TLSInfo{
-		CertFile:       e.cfg.CertFile,
-		KeyFile:        e.cfg.KeyFile,
-		TrustedCAFile:  e.cfg.TrustedCAFile,
+		CertFile:       c.CertFile,
+		KeyFile:        c.KeyFile,
+		TrustedCAFile:  c.TrustedCAFile,
 		ClientCertAuth: true,
 	}
 
 	srv, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return fmt.Errorf("etcd: starting in %s: %w", e.cfg.DataDir, err)
+		return fmt.Errorf("etcd: starting in %s: %w", c.DataDir, err)
 	}
 	defer func() {
 		closing.Store(true)
@@ -225,7 +253,7 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
-		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", e.cfg.DataDir,
+		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", c.DataDir,
 			"storageVersion", storageVersionOf(srv.Server), "clusterVersion", srv.Server.ClusterVersion())
 		close(e.ready)
 	case err := <-srv.Err():
@@ -274,12 +302,13 @@ func (e *Etcd) Ready(ctx context.Context) error {
 // of components/pki signs etcd's certificate and its clients' with one CA).
 // It logs like Run, through logger. Close it.
 func (e *Etcd) Client(logger klog.Logger, certFile, keyFile string) (*clientv3.Client, error) {
-	tlsInfo := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: e.cfg.TrustedCAFile}
+	c := e.Config()
+	tlsInfo := transport.TLSInfo{CertFile: certFile, KeyFile: keyFile, TrustedCAFile: c.TrustedCAFile}
 	tlsCfg, err := tlsInfo.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd: client TLS: %w", err)
 	}
-	zl, err := NewZapLogger(logger.WithName(Name+"-client"), e.cfg.logLevel())
+	zl, err := NewZapLogger(logger.WithName(Name+"-client"), c.logLevel())
 	if err != nil {
 		return nil, err
 	}

@@ -166,3 +166,20 @@ func TestStorageTooNew(t *testing.T) {
 	_, err = etcd.StorageVersion(cfg.DataDir)
 	assert.ErrorContains(t, err, "reading the storage version of "+cfg.DataDir)
 }
+
+// TestSetStorageVersion: settable before Run (what a barrier hook does),
+// checked like Config.StorageVersion, refused once Run was called.
+func TestSetStorageVersion(t *testing.T) {
+	cfg, files := newConfig(t)
+	e := etcd.New(cfg)
+	assert.ErrorContains(t, e.SetStorageVersion("2.0"), "only one minor back")
+	assert.Equal(t, "", e.Config().StorageVersion, "a refused version is not kept")
+	require.NoError(t, e.SetStorageVersion(previousMinor(t)))
+	assert.Equal(t, previousMinor(t), e.Config().StorageVersion)
+	assert.Equal(t, previousMinor(t), e.Renew().(*etcd.Etcd).Config().StorageVersion, "Renew keeps it")
+	stop := start(t, context.Background(), e)
+	ready(t, e)
+	assert.Equal(t, previousMinor(t), statusStorage(t, e, files))
+	assert.ErrorContains(t, e.SetStorageVersion(""), "after Run")
+	require.NoError(t, stop())
+}
