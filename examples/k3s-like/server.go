@@ -205,6 +205,7 @@ func (o *serverOptions) checkShorthands() error {
 // controlPlane is the harness and the components this server runs.
 type controlPlane struct {
 	h         *harness.Harness
+	db        *etcd.Etcd                    // nil on an external datastore
 	scheduler *components.Scheduler         // nil with --disable-scheduler
 	kcm       *components.ControllerManager // nil with --disable-controller-manager
 }
@@ -228,11 +229,11 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	cp := &controlPlane{h: h}
 	apiDeps := []string{}
 	if !o.externalDatastore() {
-		db := etcd.New(o.etcdConfig())
-		if err := h.Add(db, nil); err != nil {
+		cp.db = etcd.New(o.etcdConfig())
+		if err := h.Add(cp.db, nil); err != nil {
 			return nil, err
 		}
-		apiDeps = append(apiDeps, db.Name())
+		apiDeps = append(apiDeps, cp.db.Name())
 	}
 	if err := h.Add(components.NewAPIServer(), args[components.APIServerName], apiDeps...); err != nil {
 		return nil, err
@@ -299,12 +300,15 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	// Certificates, keys and kubeconfigs are written, and the status
 	// listener opened, only once the barrier passed: a conflict leaves the
 	// data dir as it was and opens no port.
+	if cp.db != nil {
+		h.AfterBarrier = append(h.AfterBarrier, keepDatastoreFor(cp.db, stderr))
+	}
 	h.AfterBarrier = append(h.AfterBarrier,
 		func(*scoping.Plan) error { return o.ensurePKI(ctx) },
 		func(*scoping.Plan) error { return o.serveStatus(ctx, cp) })
 	go o.announceReady(ctx, h, stderr)
 	if err := h.Run(ctx); err != nil {
-		return err
+		return explainDatastore(err, datadir.Etcd(o.dataDir))
 	}
 	fmt.Fprintln(stderr, "k3s-like: stopped")
 	return nil
