@@ -345,18 +345,30 @@ func TestUpstream_RealCommands_ConcurrentParse(t *testing.T) {
 		return
 	}
 	r := parseResult(t, out)
-	on := 0
-	for _, v := range r.Enabled {
-		if v {
+	// What one scope per component gives (the harness test below): each
+	// command reads only its own gate, and all three are on. The shared
+	// registry cannot give it: every command's flag reads the one shared
+	// value, so a command reads the others' gates, and a concurrent Set may
+	// lose one (seen at 1.36: all three flags read only
+	// kube-controller-manager's gate; in other runs a gate stayed off in
+	// the process gate). Which happens depends on the interleaving; that it
+	// is never the isolated outcome does not.
+	on, isolated := 0, true
+	for _, c := range order {
+		if r.Enabled[testenv.GateOf(c)] {
 			on++
 		}
+		isolated = isolated && r.Flags[c] == ":"+testenv.GateOf(c)+"=true"
 	}
-	assert.GreaterOrEqual(t, on, 2, "the one process gate has several components' gates: %v", r.Enabled)
+	isolated = isolated && on == len(order)
+	t.Logf("concurrent parse through one registry: process gate %v, flags %v", r.Enabled, r.Flags)
+	assert.False(t, isolated, "the shared registry kept each component's gates to itself: %v %v", r.Enabled, r.Flags)
+	crossRead := false
 	for _, c := range order {
 		others := slices.DeleteFunc([]string{apiserverGate, schedulerGate, kcmGate}, func(g string) bool { return g == testenv.GateOf(c) })
-		assert.True(t, slices.ContainsFunc(others, func(g string) bool { return strings.Contains(r.Flags[c], g) }),
-			"%s's --feature-gates (%q) reads a gate another component asked for", c, r.Flags[c])
+		crossRead = crossRead || slices.ContainsFunc(others, func(g string) bool { return strings.Contains(r.Flags[c], g) })
 	}
+	assert.True(t, crossRead || on < len(order), "a command reads another's gate, or a gate was lost: %v %v", r.Enabled, r.Flags)
 }
 
 // TestHarness_RealAdapters_EveryComponentsGateApplied: the same three gates

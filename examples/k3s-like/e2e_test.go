@@ -71,6 +71,7 @@ func freePorts(t *testing.T, n int) []int {
 // server is one k3s-like server process.
 type server struct {
 	t       *testing.T
+	bin     string // the binary; "" is the one under test (binary)
 	dataDir string
 	ports   map[string]int
 	cmd     *exec.Cmd
@@ -103,6 +104,13 @@ func newServer(t *testing.T, dataDir string) *server {
 	}}
 }
 
+func (s *server) binary() string {
+	if s.bin != "" {
+		return s.bin
+	}
+	return binary
+}
+
 func (s *server) statusAddress() string { return "127.0.0.1:" + strconv.Itoa(s.ports["status"]) }
 
 func (s *server) args(extra ...string) []string {
@@ -120,7 +128,7 @@ func (s *server) args(extra ...string) []string {
 // start runs the binary; the process is killed at the end of the test if
 // it is still running.
 func (s *server) start(extra ...string) {
-	s.cmd = exec.Command(binary, s.args(extra...)...)
+	s.cmd = exec.Command(s.binary(), s.args(extra...)...)
 	s.stderr = &syncBuffer{}
 	s.cmd.Stdout = io.Discard
 	s.cmd.Stderr = s.stderr

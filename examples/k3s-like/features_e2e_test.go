@@ -37,15 +37,22 @@ func (s *server) dynamic() dynamic.Interface {
 // plan is the server's feature plan from its status handler, as
 // `k3s-like features -o json` prints it.
 func (s *server) plan() map[string]scoping.FeatureState {
-	out, err := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
-	require.NoError(s.t, err)
-	var plan scoping.Plan
-	require.NoError(s.t, json.Unmarshal(out, &plan))
 	byName := map[string]scoping.FeatureState{}
+	plan := s.fullPlan()
 	for _, f := range plan.FeatureStates() {
 		byName[f.Name] = f
 	}
 	return byName
+}
+
+// fullPlan is the server's whole plan (versions too), from `k3s-like
+// features -o json` of the server's own binary.
+func (s *server) fullPlan() scoping.Plan {
+	out, err := exec.Command(s.binary(), "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
+	require.NoError(s.t, err)
+	var plan scoping.Plan
+	require.NoError(s.t, json.Unmarshal(out, &plan))
+	return plan
 }
 
 // features lists the Feature objects by status.name.

@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/version"
+	basever "k8s.io/component-base/version"
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
@@ -300,6 +301,10 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	// Certificates, keys and kubeconfigs are written, and the status
 	// listener opened, only once the barrier passed: a conflict leaves the
 	// data dir as it was and opens no port.
+	h.AfterBarrier = append(h.AfterBarrier, func(p *scoping.Plan) error {
+		fmt.Fprintf(stderr, "k3s-like: Kubernetes %s, emulating %s (min compatibility %s)\n", basever.Get().GitVersion, p.EmulationVersion, p.MinCompatibilityVersion)
+		return nil
+	})
 	if cp.db != nil {
 		h.AfterBarrier = append(h.AfterBarrier, keepDatastoreFor(cp.db, stderr))
 	}
