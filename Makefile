@@ -36,7 +36,7 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 DATA_DIR ?= $(CURDIR)/.data/k3s-like
 
-.PHONY: generate test vet test-core test-minors consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
+.PHONY: rehearsal generate test vet test-core test-minors consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
 
 test: vet test-core race test-minors consumer-check check-replaces test-components test-example test-minimal
 
@@ -68,6 +68,20 @@ test-minors:
 	@for m in $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS)); do \
 		echo "== components and k3s-like against k8s.io/kubernetes $$m"; \
 		$(MAKE) --no-print-directory K8S_MINOR=$$m test-components test-example || exit 1; \
+	done
+	@$(MAKE) --no-print-directory rehearsal
+
+# KEP-4330's upgrade and rollback with the real binaries on one data dir
+# (examples/k3s-like, TestUpgradeRehearsal): each older minor's binary, then
+# the default minor's emulating it, the older again, the default unemulated.
+rehearsal:
+	@$(MAKE) --no-print-directory build
+	@for m in $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS)); do \
+		$(MAKE) --no-print-directory K8S_MINOR=$$m build || exit 1; \
+		echo "== rehearsal: k3s-like $$m -> $(K8S_DEFAULT_MINOR) emulating $$m -> $$m -> $(K8S_DEFAULT_MINOR)"; \
+		(cd examples/k3s-like && K3S_LIKE_BINARY=$(CURDIR)/bin/k3s-like K3S_LIKE_OLD=$(CURDIR)/bin/k3s-like-$$m \
+			K3S_LIKE_NEW=$(CURDIR)/bin/k3s-like-$(K8S_DEFAULT_MINOR) $(GO) test -count=1 -timeout 10m \
+			-run '^TestUpgradeRehearsal$$' -v . | grep -E '^(ok|FAIL|--- |    rehearsal_e2e_test.go)'; exit $${PIPESTATUS[0]}) || exit 1; \
 	done
 
 # A throwaway module outside the repository requires the core module (a
