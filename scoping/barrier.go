@@ -501,7 +501,7 @@ func featureStates(candidate, pristine featuregate.MutableVersionedFeatureGate, 
 		}
 		fs := FeatureState{
 			Name:            string(name),
-			Stage:           stageName(spec),
+			Stage:           StageName(spec),
 			Default:         spec.Default,
 			Enabled:         enabled,
 			LockedToDefault: spec.LockToDefault,
@@ -541,7 +541,9 @@ func resolvedValues(g featuregate.FeatureGate) map[string]bool {
 	return out
 }
 
-func stageName(spec featuregate.FeatureSpec) string {
+// StageName is how a Plan names a feature's stage (FeatureState.Stage):
+// Alpha, Beta, GA or Deprecated.
+func StageName(spec featuregate.FeatureSpec) string {
 	switch spec.PreRelease {
 	case featuregate.Alpha:
 		return "Alpha"

@@ -58,19 +58,28 @@ API-level only: field-level gates, admission, webhooks and controllers are not c
 	return cmd
 }
 
-func runFeaturesCheck(ctx context.Context, stdin io.Reader, stdout io.Writer, file, kubeconfig string) error {
+// readObjects reads the objects of the manifests in file (- is stdin).
+func readObjects(stdin io.Reader, file string) ([]featurecheck.Object, error) {
 	in := stdin
 	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer f.Close()
 		in = f
 	}
 	objs, err := featurecheck.Read(in)
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return objs, nil
+}
+
+func runFeaturesCheck(ctx context.Context, stdin io.Reader, stdout io.Writer, file, kubeconfig string) error {
+	objs, err := readObjects(stdin, file)
+	if err != nil {
+		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

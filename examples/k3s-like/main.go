@@ -25,13 +25,23 @@ func main() {
 			return versionRequested(cmd)
 		},
 	}
-	root.AddCommand(newServerCommand(), newFeaturesCommand())
+	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand())
 	err := root.Execute()
 	if errors.As(err, new(versionPrinted)) {
 		return
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		os.Exit(int(code))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "k3s-like:", err)
 		os.Exit(1)
 	}
 }
+
+// exitCode ends the process with that status and no message: the command
+// printed what it had to say (upgrade-plan's 3: something changes).
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }

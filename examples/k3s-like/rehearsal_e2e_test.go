@@ -2,9 +2,11 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/upgradeplan"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -215,6 +218,12 @@ func TestUpgradeRehearsal(t *testing.T) {
 	assertGates(t, beforeGates, s.plan(), expGates)
 	assertReadBack(t, s, created)
 	assertStillBound(t, s.client(), pods)
+	// What lifting the emulation will change, as upgrade-plan says it now.
+	plan := upgradePlan(t, s, newBin, newMinor)
+	assert.Equal(t, oldMinor, plan.From)
+	assert.Equal(t, newMinor, plan.To)
+	assert.Empty(t, plan.ModelDiffers, "upgrade-plan's model of what %s serves is the server's discovery", oldMinor)
+	beforeLift := s.plan()
 	created = append(created, createRehearsalObjects(t, s, "2")...)
 	deployAndWaitBound(ctx, t, s.client(), "web-2", 1, "node-1")
 	pods = boundPods(t, s.client())
@@ -240,10 +249,49 @@ func TestUpgradeRehearsal(t *testing.T) {
 	assert.Empty(t, removed, "no group-version disappears")
 	assertReadBack(t, s, created)
 	assertStillBound(t, s.client(), pods)
-	for name, f := range s.plan() {
+	afterLift := s.plan()
+	for name, f := range afterLift {
 		assert.Equal(t, f.Default, f.Enabled, "%s is at %s's default", name, newMinor)
 	}
+	// upgrade-plan in step 2 named exactly what lifting changed.
+	assert.Equal(t, added, plan.Added.GroupVersions, "upgrade-plan named the group-versions that appeared")
+	assert.Empty(t, plan.Removed.GroupVersions)
+	liveBefore, liveAfter := upgradeplan.LiveAPIs(before.lists), upgradeplan.LiveAPIs(after.lists)
+	addedRes, removedRes := diffSets(liveBefore.Resources, liveAfter.Resources)
+	assert.Equal(t, addedRes, plan.Added.Resources, "upgrade-plan named the resources that appeared")
+	assert.Equal(t, removedRes, plan.Removed.Resources)
+	var flipped []string
+	for name, f := range afterLift {
+		if b, ok := beforeLift[name]; ok && b.Enabled != f.Enabled {
+			flipped = append(flipped, name)
+		} else if !ok && f.Enabled {
+			flipped = append(flipped, name)
+		}
+	}
+	sort.Strings(flipped)
+	var planned []string
+	for _, g := range plan.Gates {
+		planned = append(planned, g.Name)
+	}
+	assert.Equal(t, flipped, planned, "upgrade-plan named the gates whose value flipped")
+	t.Logf("upgrade-plan %s -> %s named %d gates, group-versions %v, resources %v; all seen at step 4", oldMinor, newMinor, len(planned), plan.Added.GroupVersions, plan.Added.Resources)
 	stopServer(t, s)
+}
+
+// upgradePlan runs `bin upgrade-plan --to-emulated-version to -o json`
+// against s: exit status 3 (something changes).
+func upgradePlan(t *testing.T, s *server, bin, to string) upgradeplan.Report {
+	t.Helper()
+	cmd := exec.Command(bin, "upgrade-plan", "--status-address="+s.statusAddress(), "--to-emulated-version="+to,
+		"--kubeconfig="+filepath.Join(s.dataDir, "admin.kubeconfig"), "-o", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.Error(t, err, "exit status 3 when something changes")
+	require.Equal(t, 3, cmd.ProcessState.ExitCode(), stderr.String())
+	var r upgradeplan.Report
+	require.NoError(t, json.Unmarshal(out, &r), string(out))
+	return r
 }
 
 // wantNewGroupVersions are the group-versions the newer binary serves by
@@ -428,13 +476,14 @@ func assertStillBound(t *testing.T, c kubernetes.Interface, pods map[string]stri
 type apis struct {
 	groupVersions []string // sorted
 	resources     []string // group-version/resource, sorted
+	lists         []*metav1.APIResourceList
 }
 
 func servedAPIs(t *testing.T, s *server) apis {
 	t.Helper()
 	_, lists, err := s.client().Discovery().ServerGroupsAndResources()
 	require.NoError(t, err)
-	var out apis
+	out := apis{lists: lists}
 	for _, l := range lists {
 		if strings.HasPrefix(l.GroupVersion, "rehearsal.example.com/") {
 			continue // the rehearsal's own CRDs
