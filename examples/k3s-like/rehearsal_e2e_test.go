@@ -224,6 +224,21 @@ func TestUpgradeRehearsal(t *testing.T) {
 	assert.Equal(t, newMinor, plan.To)
 	assert.Empty(t, plan.ModelDiffers, "upgrade-plan's model of what %s serves is the server's discovery", oldMinor)
 	beforeLift := s.plan()
+	// Staying at the emulated version changes nothing (exit 0); a
+	// malformed target is an error (exit 1); -f judges objects at the target.
+	out, code := runUpgradePlan(t, s, newBin, "--to-emulated-version="+oldMinor)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "feature gates: no change")
+	out, code = runUpgradePlan(t, s, newBin, "--to-emulated-version=1.x")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "--to-emulated-version=1.x")
+	manifest := filepath.Join(t.TempDir(), "m.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\n"+
+		"apiVersion: rehearsal.example.com/v1\nkind: WidgetS1\nmetadata: {name: w}\n"), 0o600))
+	out, code = runUpgradePlan(t, s, newBin, "-f", manifest)
+	assert.Equal(t, 3, code, out)
+	assert.Regexp(t, `(?m)^ok\s+apps/v1 Deployment web$`, out)
+	assert.Regexp(t, `(?m)^UNKNOWN \(not a built-in group\)\s+rehearsal.example.com/v1 WidgetS1 w$`, out)
 	created = append(created, createRehearsalObjects(t, s, "2")...)
 	deployAndWaitBound(ctx, t, s.client(), "web-2", 1, "node-1")
 	pods = boundPods(t, s.client())
@@ -276,6 +291,18 @@ func TestUpgradeRehearsal(t *testing.T) {
 	assert.Equal(t, flipped, planned, "upgrade-plan named the gates whose value flipped")
 	t.Logf("upgrade-plan %s -> %s named %d gates, group-versions %v, resources %v; all seen at step 4", oldMinor, newMinor, len(planned), plan.Added.GroupVersions, plan.Added.Resources)
 	stopServer(t, s)
+}
+
+// runUpgradePlan runs `bin upgrade-plan args...` against s: its output
+// (stdout and stderr) and exit status.
+func runUpgradePlan(t *testing.T, s *server, bin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"upgrade-plan", "--status-address=" + s.statusAddress()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		require.IsType(t, &exec.ExitError{}, err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
 }
 
 // upgradePlan runs `bin upgrade-plan --to-emulated-version to -o json`
