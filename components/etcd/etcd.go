@@ -225,6 +225,12 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	cfg.LogLevel = c.logLevel()
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zl)
 	cfg.UnsafeNoFsync = c.UnsafeNoFsync
+	// etcd 3.6's NewConfig leaves the threshold at 0, and every request is
+	// then logged as an expensive one ("request stats", a warning); 3.7's
+	// sets etcd's default, as here.
+	if cfg.WarningUnaryRequestDuration == 0 {
+		cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
+	}
 	client, peer := *c.clientURL(), *c.peerURL()
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
