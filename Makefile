@@ -89,10 +89,12 @@ rehearsal:
 consumer-check:
 	@bash hack/consumer-check.sh
 
-# Short fuzz runs of the flag values a scope parses; not part of `make test`.
+# Short fuzz runs of the flag values a scope parses and of the datastore's
+# PKI record decoder (k3s-like); not part of `make test` (which runs their seeds).
 fuzz:
 	$(GO) test ./scoping/ -run '^$$' -fuzz '^FuzzFeatureGates$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./scoping/ -run '^$$' -fuzz '^FuzzVersions$$' -fuzztime $(FUZZTIME)
+	cd examples/k3s-like && $(GO) test ./internal/bootstrap/ -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME)
 
 # One process against four, side by side on this machine: builds the upstream
 # binaries and etcd from the versions components/go.mod pins (bench/out/,

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/crypto/argon2"
 
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -39,17 +40,103 @@ var Files = pki.Layout{}.ClusterFiles()
 // cannot be decrypted with this server's token.
 var ErrWrongToken = errors.New("the cluster's PKI in the datastore cannot be decrypted with this --token: use the token of the first server")
 
+// The record in the datastore (JSON): the key derivation and its
+// parameters, so they can be raised later without breaking the records
+// already written, a fresh salt and nonce, and the AES-256-GCM ciphertext
+// of the files, with Key as additional data.
 type sealed struct {
-	Salt  []byte `json:"salt"`
-	Nonce []byte `json:"nonce"`
-	Data  []byte `json:"data"`
+	// KDF is "argon2id"; a record without it was written before the KDF
+	// was recorded, with PBKDF2-SHA256 at 100,000 iterations, and is still
+	// read.
+	KDF     string `json:"kdf,omitempty"`
+	Time    uint32 `json:"time,omitempty"`    // argon2id passes
+	Memory  uint32 `json:"memory,omitempty"`  // argon2id memory, KiB
+	Threads uint8  `json:"threads,omitempty"` // argon2id lanes
+	Salt    []byte `json:"salt"`
+	Nonce   []byte `json:"nonce"`
+	Data    []byte `json:"data"`
 }
 
-func aead(token string, salt []byte) (cipher.AEAD, error) {
-	key, err := pbkdf2.Key(sha256.New, token, salt, 100_000, 32)
-	if err != nil {
-		return nil, err
+// The parameters seal writes: RFC 9106's second recommended option for
+// argon2id (t=3, 64 MiB, p=4), the one for machines that cannot give 2 GiB
+// to a key derivation. open accepts any within the bounds below.
+const (
+	kdfArgon2id    = "argon2id"
+	argonTime      = 3
+	argonMemoryKiB = 64 * 1024
+	argonThreads   = 4
+	keyLen         = 32
+	saltLen        = 16
+)
+
+// Bounds open checks before it derives anything: a record that asks for
+// more (a corrupted one, or one written to make every server exhaust its
+// memory) is refused, and so is one weaker than OWASP's floor for argon2id.
+const (
+	minTime, maxTime           = 1, 16
+	minMemoryKiB, maxMemoryKiB = 19 * 1024, 1024 * 1024
+	minThreads, maxThreads     = 1, 64
+	minSalt, maxSalt           = 16, 64
+	legacyIterations           = 100_000
+)
+
+// RecordError says which field of the datastore's PKI record is malformed.
+//
+//	the cluster's PKI record in the datastore is malformed: nonce: 5 bytes, want 12
+type RecordError struct {
+	Field, Problem string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("the cluster's PKI record in the datastore is malformed: %s: %s", e.Field, e.Problem)
+}
+
+// check validates every field of s that a derivation or decryption would
+// trust, for an AEAD whose nonce is nonceSize bytes and whose tag is
+// overhead bytes.
+func (s *sealed) check(nonceSize, overhead int) error {
+	bad := func(field, format string, a ...any) error {
+		return &RecordError{Field: field, Problem: fmt.Sprintf(format, a...)}
 	}
+	switch s.KDF {
+	case kdfArgon2id:
+		if s.Time < minTime || s.Time > maxTime {
+			return bad("time", "%d, want %d to %d", s.Time, minTime, maxTime)
+		}
+		if s.Memory < minMemoryKiB || s.Memory > maxMemoryKiB {
+			return bad("memory", "%d KiB, want %d to %d", s.Memory, minMemoryKiB, maxMemoryKiB)
+		}
+		if s.Threads < minThreads || s.Threads > maxThreads {
+			return bad("threads", "%d, want %d to %d", s.Threads, minThreads, maxThreads)
+		}
+	case "":
+		if s.Time != 0 || s.Memory != 0 || s.Threads != 0 {
+			return bad("kdf", "missing, but argon2id parameters are set")
+		}
+	default:
+		return bad("kdf", "%q, want %q", s.KDF, kdfArgon2id)
+	}
+	if len(s.Salt) < minSalt || len(s.Salt) > maxSalt {
+		return bad("salt", "%d bytes, want %d to %d", len(s.Salt), minSalt, maxSalt)
+	}
+	if len(s.Nonce) != nonceSize {
+		return bad("nonce", "%d bytes, want %d", len(s.Nonce), nonceSize)
+	}
+	if len(s.Data) < overhead {
+		return bad("data", "%d bytes, shorter than the %d-byte tag", len(s.Data), overhead)
+	}
+	return nil
+}
+
+// key derives the AES-256 key from the token with s's KDF.
+func (s *sealed) key(token string) ([]byte, error) {
+	if s.KDF == kdfArgon2id {
+		return argon2.IDKey([]byte(token), s.Salt, s.Time, s.Memory, s.Threads, keyLen), nil
+	}
+	return pbkdf2.Key(sha256.New, token, s.Salt, legacyIterations, keyLen)
+}
+
+func newGCM(key []byte) (cipher.AEAD, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
@@ -57,35 +144,52 @@ func aead(token string, salt []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// seal encrypts files (name → content) with the token.
+// gcmSizes are AES-GCM's nonce and tag sizes, for check before a key exists.
+const gcmNonceSize, gcmTagSize = 12, 16
+
+// seal encrypts files (name → content) with a key derived from the token
+// by argon2id, with a fresh salt and nonce.
 func seal(token string, files map[string][]byte) ([]byte, error) {
 	plain, err := json.Marshal(files)
 	if err != nil {
 		return nil, err
 	}
-	s := sealed{Salt: make([]byte, 16)}
+	s := sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads,
+		Salt: make([]byte, saltLen), Nonce: make([]byte, gcmNonceSize)}
 	if _, err := rand.Read(s.Salt); err != nil {
 		return nil, err
 	}
-	gcm, err := aead(token, s.Salt)
+	if _, err := rand.Read(s.Nonce); err != nil {
+		return nil, err
+	}
+	key, err := s.key(token)
 	if err != nil {
 		return nil, err
 	}
-	s.Nonce = make([]byte, gcm.NonceSize())
-	if _, err := rand.Read(s.Nonce); err != nil {
+	gcm, err := newGCM(key)
+	if err != nil {
 		return nil, err
 	}
 	s.Data = gcm.Seal(nil, s.Nonce, plain, []byte(Key))
 	return json.Marshal(s)
 }
 
-// open decrypts what seal made.
+// open decrypts what seal made (or a record from before the KDF was
+// recorded). A malformed record is a *RecordError, before any derivation;
+// a record the token does not open is ErrWrongToken.
 func open(token string, data []byte) (map[string][]byte, error) {
 	var s sealed
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("the cluster's PKI in the datastore is not readable: %w", err)
+		return nil, &RecordError{Field: "record", Problem: err.Error()}
 	}
-	gcm, err := aead(token, s.Salt)
+	if err := s.check(gcmNonceSize, gcmTagSize); err != nil {
+		return nil, err
+	}
+	key, err := s.key(token)
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := newGCM(key)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +199,7 @@ func open(token string, data []byte) (map[string][]byte, error) {
 	}
 	var files map[string][]byte
 	if err := json.Unmarshal(plain, &files); err != nil {
-		return nil, fmt.Errorf("the cluster's PKI in the datastore is not readable: %w", err)
+		return nil, &RecordError{Field: "data", Problem: "decrypted, but not the PKI files: " + err.Error()}
 	}
 	return files, nil
 }
