@@ -71,7 +71,8 @@ func freePorts(t *testing.T, n int) []int {
 // server is one k3s-like server process.
 type server struct {
 	t       *testing.T
-	bin     string // the binary; "" is the one under test (binary)
+	bin     string   // the binary; "" is the one under test (binary)
+	env     []string // added to the process's environment
 	dataDir string
 	ports   map[string]int
 	cmd     *exec.Cmd
@@ -129,6 +130,7 @@ func (s *server) args(extra ...string) []string {
 // it is still running.
 func (s *server) start(extra ...string) {
 	s.cmd = exec.Command(s.binary(), s.args(extra...)...)
+	s.cmd.Env = append(os.Environ(), s.env...)
 	s.stderr = &syncBuffer{}
 	s.cmd.Stdout = io.Discard
 	s.cmd.Stderr = s.stderr

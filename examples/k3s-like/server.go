@@ -52,6 +52,8 @@ type serverOptions struct {
 	datastoreCert     string
 	datastoreKey      string
 	token             string
+	tokenFile         string
+	stderr            io.Writer // the server's own messages
 	disableScheduler  bool
 	disableKCM        bool
 	writeKubeconfig   string
@@ -88,7 +90,8 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&o.datastoreCA, "datastore-cafile", "", "CA file of the external etcd")
 	f.StringVar(&o.datastoreCert, "datastore-certfile", "", "Client certificate file for the external etcd")
 	f.StringVar(&o.datastoreKey, "datastore-keyfile", "", "Client key file for the external etcd")
-	f.StringVarP(&o.token, "token", "t", os.Getenv("K3S_LIKE_TOKEN"), "Shared secret of the cluster's servers on an external datastore: the first server stores the cluster PKI in the datastore encrypted with it, the others fetch it ($K3S_LIKE_TOKEN)")
+	f.StringVarP(&o.token, "token", "t", "", "The cluster's token on an external datastore (a bare secret, or the full K10…::server:… form that also pins the cluster CA): the first server stores the cluster PKI in the datastore encrypted with it, the others fetch it. Visible to every local user in the process's arguments: prefer --token-file. Also $K3S_LIKE_TOKEN. Without any, the first server generates one into DATA_DIR/token")
+	f.StringVar(&o.tokenFile, "token-file", "", "File holding the cluster's token (the first server writes the full token to DATA_DIR/token, 0600). Also $K3S_LIKE_TOKEN_FILE")
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
 	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
@@ -275,6 +278,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 }
 
 func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
+	o.stderr = stderr
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output=%s: want table or json", o.output)
 	}
@@ -359,8 +363,9 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 	if !o.externalDatastore() {
 		return o.writePKI()
 	}
-	if o.token == "" {
-		return errors.New("--datastore-endpoint needs --token: the servers of one cluster share their PKI through the datastore, encrypted with it")
+	tok, source, found, err := o.resolveToken(os.Getenv)
+	if err != nil {
+		return err
 	}
 	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
 	var tlsConfig *tls.Config
@@ -382,8 +387,41 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 	defer client.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := bootstrap.Sync(sctx, client, o.token, o.layout().Dir, o.writePKI); err != nil {
+	if !found {
+		// Only the first server may make the token: a cluster that exists
+		// needs its own.
+		exists, err := bootstrap.Exists(sctx, client)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("the datastore %s holds a cluster: give this server its token (--token-file with the first server's %s)", o.datastoreEndpoint, tokenFile("DATA_DIR"))
+		}
+		secret, err := newSecret()
+		if err != nil {
+			return err
+		}
+		tok, source = clusterToken{secret: secret}, "generated"
+	} else if tok.caHash == "" {
+		fmt.Fprintf(o.stderr, "k3s-like: warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token\n", source)
+	}
+	check := func(files map[string][]byte) error { return tok.checkCA(files[pki.Layout{}.ServerCA().CertFile]) }
+	if err := bootstrap.Sync(sctx, client, tok.secret, o.layout().Dir, o.writePKI, check); err != nil {
 		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
+	}
+	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
+	if err != nil {
+		return err
+	}
+	if err := tok.checkCA(ca); err != nil {
+		return err
+	}
+	changed, err := writeTokenFile(o.dataDir, tok.full(ca))
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
+	}
+	if changed {
+		fmt.Fprintf(o.stderr, "k3s-like: the cluster's token (%s) is in %s (0600): give it to the other servers with --token-file\n", source, tokenFile(o.dataDir))
 	}
 	return nil
 }

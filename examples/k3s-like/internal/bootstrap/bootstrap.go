@@ -36,6 +36,15 @@ const Key = "/kubeharness/bootstrap/pki"
 // shared: each server issues its own from these CAs.
 var Files = pki.Layout{}.ClusterFiles()
 
+// Exists reports whether the datastore holds a cluster's PKI record.
+func Exists(ctx context.Context, kv clientv3.KV) (bool, error) {
+	resp, err := kv.Get(ctx, Key, clientv3.WithCountOnly())
+	if err != nil {
+		return false, fmt.Errorf("reading the cluster's PKI from the datastore: %w", err)
+	}
+	return resp.Count > 0, nil
+}
+
 // ErrWrongToken is returned when the cluster's PKI is in the datastore but
 // cannot be decrypted with this server's token.
 var ErrWrongToken = errors.New("the cluster's PKI in the datastore cannot be decrypted with this --token: use the token of the first server")
@@ -205,13 +214,15 @@ func open(token string, data []byte) (map[string][]byte, error) {
 }
 
 // Sync makes dir hold the cluster's shared PKI files. If the datastore has
-// them, they are decrypted with token and written to dir (a different CA
-// already in dir is an error: that data dir belongs to another cluster).
+// them, they are decrypted with token, passed to check (nil: no check) —
+// which can refuse them before anything is written, as a pinned CA does —
+// and written to dir (a different CA already in dir is an error: that data
+// dir belongs to another cluster).
 // If it has none, generate is called to make this server's PKI in dir, and
 // its shared files are stored — unless another server stored its own
 // meanwhile, in which case those are taken instead and generate is called
 // again to reissue the leaves from them.
-func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func() error) error {
+func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func() error, check func(files map[string][]byte) error) error {
 	if token == "" {
 		return errors.New("a server on an external datastore needs --token: every server of the cluster must share one PKI")
 	}
@@ -220,7 +231,7 @@ func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func(
 		return fmt.Errorf("reading the cluster's PKI from the datastore: %w", err)
 	}
 	if len(resp.Kvs) == 1 {
-		return fetch(token, dir, resp.Kvs[0].Value, generate)
+		return fetch(token, dir, resp.Kvs[0].Value, generate, check)
 	}
 	if err := generate(); err != nil {
 		return err
@@ -250,16 +261,21 @@ func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func(
 	}
 	// Another server was first: take its PKI, replacing the one just made.
 	other := txn.Responses[0].GetResponseRange().Kvs[0].Value
-	return fetch(token, dir, other, generate, Files...)
+	return fetch(token, dir, other, generate, check, Files...)
 }
 
 // fetch writes the cluster's files to dir, then calls generate to issue
 // this server's leaves from them. replace lists files that may be
 // overwritten even if they differ (the ones this server just made).
-func fetch(token, dir string, data []byte, generate func() error, replace ...string) error {
+func fetch(token, dir string, data []byte, generate func() error, check func(map[string][]byte) error, replace ...string) error {
 	files, err := open(token, data)
 	if err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(files); err != nil {
+			return err
+		}
 	}
 	mayReplace := map[string]bool{}
 	for _, r := range replace {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// clusterToken is the cluster's join token in k3s's forms: a bare secret,
+// or the full K10<sha256 of the cluster's server CA certificate, hex>::server:<secret>.
+// The secret encrypts the PKI record in the datastore (internal/bootstrap);
+// the hash, when present, pins the CA a joining server accepts from there.
+type clusterToken struct {
+	secret string
+	caHash string // "" for a bare secret
+}
+
+// The full token's parts.
+const (
+	tokenPrefix    = "K10"
+	tokenSeparator = "::server:"
+)
+
+// parseToken parses a token; its errors never include the token.
+func parseToken(s string) (clusterToken, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, tokenPrefix); ok && strings.Contains(rest, tokenSeparator) {
+		hash, secret, _ := strings.Cut(rest, tokenSeparator)
+		if len(hash) != sha256.Size*2 || strings.ToLower(hash) != hash {
+			return clusterToken{}, errors.New("the token starts like a full token (K10…::server:…) but its CA hash is not 64 lower-case hex digits")
+		}
+		if _, err := hex.DecodeString(hash); err != nil {
+			return clusterToken{}, errors.New("the token's CA hash is not hex")
+		}
+		if secret == "" {
+			return clusterToken{}, errors.New("the token has no secret after ::server:")
+		}
+		return clusterToken{secret: secret, caHash: hash}, nil
+	}
+	if s == "" {
+		return clusterToken{}, errors.New("the token is empty")
+	}
+	return clusterToken{secret: s}, nil
+}
+
+// caHashOf is the hash a full token pins: sha256 of the server CA
+// certificate file's bytes, as k3s hashes its CA bundle.
+func caHashOf(caPEM []byte) string {
+	sum := sha256.Sum256(caPEM)
+	return hex.EncodeToString(sum[:])
+}
+
+// full is the token in its full form for the cluster whose server CA is caPEM.
+func (t clusterToken) full(caPEM []byte) string {
+	return tokenPrefix + caHashOf(caPEM) + tokenSeparator + t.secret
+}
+
+// checkCA refuses a server CA that does not match the token's hash; a bare
+// secret pins nothing.
+func (t clusterToken) checkCA(caPEM []byte) error {
+	if t.caHash == "" {
+		return nil
+	}
+	if got := caHashOf(caPEM); got != t.caHash {
+		return fmt.Errorf("the cluster CA in the datastore has sha256 %s, not the %s the token pins: refusing to trust it (another cluster's datastore, or a tampered record); nothing was written", got, t.caHash)
+	}
+	return nil
+}
+
+// newSecret is a fresh secret: 32 bytes from crypto/rand, hex.
+func newSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// tokenFile is DATA_DIR/token: the full token a server writes once it has
+// the cluster's PKI, 0600, for the operator to give to the other servers.
+func tokenFile(dataDir string) string { return filepath.Join(dataDir, "token") }
+
+// resolveToken finds the token, first of: --token, --token-file,
+// $K3S_LIKE_TOKEN, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token. source names
+// where it came from (never the value); found is false when there is none.
+func (o *serverOptions) resolveToken(getenv func(string) string) (tok clusterToken, source string, found bool, err error) {
+	fromFile := func(path, what string) (clusterToken, string, bool, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return clusterToken{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		t, err := parseToken(string(b))
+		if err != nil {
+			return clusterToken{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		return t, what + " " + path, true, nil
+	}
+	direct := func(value, what string) (clusterToken, string, bool, error) {
+		t, err := parseToken(value)
+		if err != nil {
+			return clusterToken{}, what, false, fmt.Errorf("%s: %w", what, err)
+		}
+		return t, what, true, nil
+	}
+	switch {
+	case o.token != "":
+		return direct(o.token, "--token")
+	case o.tokenFile != "":
+		return fromFile(o.tokenFile, "--token-file")
+	case getenv("K3S_LIKE_TOKEN") != "":
+		return direct(getenv("K3S_LIKE_TOKEN"), "$K3S_LIKE_TOKEN")
+	case getenv("K3S_LIKE_TOKEN_FILE") != "":
+		return fromFile(getenv("K3S_LIKE_TOKEN_FILE"), "$K3S_LIKE_TOKEN_FILE")
+	}
+	if _, err := os.Stat(tokenFile(o.dataDir)); err == nil {
+		return fromFile(tokenFile(o.dataDir), "the token file")
+	}
+	return clusterToken{}, "", false, nil
+}
+
+// writeTokenFile writes the full token to DATA_DIR/token (0600), unless it
+// already holds it.
+func writeTokenFile(dataDir, full string) (changed bool, err error) {
+	path := tokenFile(dataDir)
+	if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == full {
+		return false, os.Chmod(path, 0o600)
+	}
+	tmp, err := os.CreateTemp(dataDir, ".token-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(full + "\n"); err != nil {
+		tmp.Close()
+		return false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return false, err
+	}
+	return true, os.Rename(tmp.Name(), path)
+}
