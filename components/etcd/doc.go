@@ -12,7 +12,8 @@
 //
 // It listens on loopback only: clients on https with client-certificate
 // authentication (every client needs a certificate signed by TrustedCAFile),
-// the peer port on plain http (a single member has no peers). It is
+// the peer port too (a single member has no peers, but etcd listens on it;
+// plain http would let any local user read /members, /raft and /leases). It is
 // configured by Config, not by arguments: AddFlags adds no flags.
 //
 // Run starts etcd, reports ready once etcd serves clients (Ready), and

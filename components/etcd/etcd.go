@@ -39,8 +39,12 @@ type Config struct {
 	// ClientPort is the client port on 127.0.0.1 (https); 0 means
 	// DefaultClientPort.
 	ClientPort int
-	// PeerPort is the peer port on 127.0.0.1 (http: a single member has no
-	// peers, but etcd listens on it); 0 means DefaultPeerPort.
+	// PeerPort is the peer port on 127.0.0.1; 0 means DefaultPeerPort. A
+	// single member has no peers, but etcd listens on it: with https and
+	// client-certificate authentication, as the client port (the same
+	// certificate, which is for both server and client auth, and the same
+	// CA), so that a local user without a certificate reaches nothing
+	// (/members, /raft, /leases).
 	PeerPort int
 	// CertFile and KeyFile are etcd's serving certificate and key
 	// (components/pki: Files.EtcdServer).
@@ -180,7 +184,7 @@ func (c Config) clientURL() *url.URL {
 }
 
 func (c Config) peerURL() *url.URL {
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort(loopback, strconv.Itoa(c.peerPort()))}
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(loopback, strconv.Itoa(c.peerPort()))}
 }
 
 // Run starts etcd and serves until ctx ends; then it closes etcd, waits for
@@ -242,6 +246,7 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 		TrustedCAFile:  c.TrustedCAFile,
 		ClientCertAuth: true,
 	}
+	cfg.PeerTLSInfo = cfg.ClientTLSInfo
 
 	srv, err := embed.StartEtcd(cfg)
 	if err != nil {

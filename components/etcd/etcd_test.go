@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -98,6 +99,30 @@ func TestRunReadyPutGetStop(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	_, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(e.ClientURL() + "/health")
 	assert.Error(t, err, "a client without a certificate")
+
+	// The peer port: plain HTTP gets no member data (Go's TLS listener
+	// answers 400), TLS without a peer certificate fails the handshake, and
+	// a certificate of the etcd CA gets in.
+	peer := "127.0.0.1:" + strconv.Itoa(cfg.PeerPort)
+	plain, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + peer + "/members")
+	if err == nil {
+		body, _ := io.ReadAll(plain.Body)
+		plain.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, plain.StatusCode, "plain HTTP to the peer port: %s", body)
+		assert.NotContains(t, string(body), "peerURLs")
+	}
+	_, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + peer + "/members")
+	assert.Error(t, err, "TLS without a peer certificate")
+	cert, err := tls.LoadX509KeyPair(files.APIServerEtcdClient.CertFile, files.APIServerEtcdClient.KeyFile)
+	require.NoError(t, err)
+	trc := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}
+	defer trc.CloseIdleConnections()
+	withCert, err := (&http.Client{Transport: trc, Timeout: 10 * time.Second}).Get("https://" + peer + "/members")
+	require.NoError(t, err, "a certificate of the etcd CA")
+	body, _ := io.ReadAll(withCert.Body)
+	withCert.Body.Close()
+	assert.Equal(t, http.StatusOK, withCert.StatusCode)
+	assert.Contains(t, string(body), "https://"+peer, "the member's peer URL is https")
 
 	require.NoError(t, stop(), "a clean stop returns nil")
 	for _, p := range []int{cfg.ClientPort, cfg.PeerPort} {
