@@ -75,7 +75,8 @@ func (s Status) Ready() bool {
 }
 
 // Handler serves the status: /components (states, phases and their
-// timings), /features (the reconciled feature plan) and /healthz (200 when
+// timings, each component's arguments with secret values redacted:
+// RedactArgs), /features (the reconciled feature plan) and /healthz (200 when
 // every component is ready, else 503). /components and /features answer JSON,
 // or a plain-text table when the client asks for text (Accept: text/plain, or
 // ?format=text).
@@ -95,6 +96,9 @@ func (h *Harness) Handler() http.Handler {
 				}
 			})
 			return
+		}
+		for i := range st.Components {
+			st.Components[i].Args = RedactArgs(st.Components[i].Args)
 		}
 		writeJSON(w, http.StatusOK, struct {
 			Phase      Phase             `json:"phase"`

@@ -469,7 +469,7 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 	if o.output == "json" {
 		out := DryRunOutput{Plan: plan}
 		for _, c := range h.Status().Components {
-			out.Components = append(out.Components, DryRunComponent{Name: c.Name, Args: args[c.Name]})
+			out.Components = append(out.Components, DryRunComponent{Name: c.Name, Args: harness.RedactArgs(args[c.Name])})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -478,7 +478,7 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	for _, c := range h.Status().Components {
 		fmt.Fprintf(tw, "%s:\n", c.Name)
-		for _, a := range args[c.Name] {
+		for _, a := range harness.RedactArgs(args[c.Name]) {
 			fmt.Fprintf(tw, "  %s\n", a)
 		}
 	}
@@ -490,7 +490,8 @@ func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args 
 }
 
 // DryRunOutput is what `server --dry-run -o json` prints: each component's
-// arguments, as the server would run it, and the plan of the barrier.
+// arguments, as the server would run it (secret values redacted:
+// harness.RedactArgs), and the plan of the barrier.
 type DryRunOutput struct {
 	Components []DryRunComponent `json:"components"`
 	Plan       *scoping.Plan     `json:"plan"`
