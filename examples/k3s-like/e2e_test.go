@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
 
@@ -70,15 +71,18 @@ func freePorts(t *testing.T, n int) []int {
 
 // server is one k3s-like server process.
 type server struct {
-	t       *testing.T
-	bin     string   // the binary; "" is the one under test (binary)
-	env     []string // added to the process's environment
-	dataDir string
-	ports   map[string]int
-	cmd     *exec.Cmd
-	stderr  *syncBuffer
-	exited  chan struct{}
-	exitErr error
+	t   *testing.T
+	bin string   // the binary; "" is the one under test (binary)
+	env []string // added to the process's environment
+	// statusTLS: the status endpoint is HTTPS with client certificates
+	// (--status-tls=always); statusGet uses the admin kubeconfig's.
+	statusTLS bool
+	dataDir   string
+	ports     map[string]int
+	cmd       *exec.Cmd
+	stderr    *syncBuffer
+	exited    chan struct{}
+	exitErr   error
 }
 
 type syncBuffer struct {
@@ -171,7 +175,7 @@ func (s *server) waitReady(timeout time.Duration) {
 			s.t.Fatalf("k3s-like exited before it was ready: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
 		default:
 		}
-		resp, err := http.Get("http://" + s.statusAddress() + "/healthz")
+		resp, err := s.statusGet("/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -181,6 +185,25 @@ func (s *server) waitReady(timeout time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	s.t.Fatalf("k3s-like not ready within %s\n%s", timeout, tail(s.stderr.String(), 40))
+}
+
+// statusGet GETs path from the status endpoint, over TLS with the admin
+// client certificate when s.statusTLS.
+func (s *server) statusGet(path string) (*http.Response, error) {
+	if !s.statusTLS {
+		return http.Get("http://" + s.statusAddress() + path)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dataDir, "admin.kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{TLSClientConfig: tlsConfig}
+	defer tr.CloseIdleConnections()
+	return (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + s.statusAddress() + path)
 }
 
 // wait waits for the process to exit and returns its exit code.

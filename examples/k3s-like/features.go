@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,38 +11,30 @@ import (
 )
 
 func newFeaturesCommand() *cobra.Command {
-	var addr, output string
+	var status statusClient
+	var output string
 	cmd := &cobra.Command{
 		Use:   "features",
 		Short: "Show the effective feature gates of a running server, and who set them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printFeatures(cmd.OutOrStdout(), addr, output)
+			return printFeatures(cmd.OutOrStdout(), &status, output)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "status-address", "127.0.0.1:10290", "The server's --status-address")
+	status.addFlags(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json")
 	// KEP-3920 feature discovery: `k3s-like features check -f FILE|-` (features_check.go).
 	cmd.AddCommand(newFeaturesCheckCommand())
 	return cmd
 }
 
-func printFeatures(w io.Writer, addr, output string) error {
+func printFeatures(w io.Writer, status *statusClient, output string) error {
 	if output != "table" && output != "json" {
 		return fmt.Errorf("-o %s: use table or json", output)
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + addr + "/features")
-	if err != nil {
-		return fmt.Errorf("no server answers at --status-address %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := status.get("/features")
 	if err != nil {
 		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s/features: %s: %s", addr, resp.Status, body)
 	}
 	if output == "json" {
 		_, err := w.Write(body)
@@ -52,7 +42,7 @@ func printFeatures(w io.Writer, addr, output string) error {
 	}
 	var plan scoping.Plan
 	if err := json.Unmarshal(body, &plan); err != nil {
-		return fmt.Errorf("%s/features: %w", addr, err)
+		return fmt.Errorf("%s/features: %w", status.addr, err)
 	}
 	return plan.WriteTable(w, scoping.AllFeatures)
 }

@@ -58,6 +58,7 @@ type serverOptions struct {
 	disableKCM        bool
 	writeKubeconfig   string
 	statusAddress     string
+	statusTLS         string
 	dryRun            bool
 	output            string
 	etcdClientPort    int
@@ -95,7 +96,8 @@ func newServerCommand() *cobra.Command {
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
 	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
-	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz)")
+	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
+	f.StringVar(&o.statusTLS, "status-tls", statusTLSAuto, "auto: the status endpoint is HTTPS with client certificates unless --status-address is loopback; always: on loopback too")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
 	f.StringVarP(&o.output, "output", "o", "table", "With --dry-run: table, or json (each component's arguments and the plan)")
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
@@ -286,6 +288,9 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if _, err := statusUsesTLS(o.statusAddress, o.statusTLS); err != nil {
+		return err
+	}
 	if !o.dryRun {
 		if err := checkWritable(o.dataDir); err != nil {
 			return err
@@ -443,9 +448,22 @@ func (o *serverOptions) writePKI() error {
 // serveStatus serves the harness status handler, and /leader-election,
 // until ctx ends.
 func (o *serverOptions) serveStatus(ctx context.Context, cp *controlPlane) error {
+	useTLS, err := statusUsesTLS(o.statusAddress, o.statusTLS)
+	if err != nil {
+		return err
+	}
+	var tlsConfig *tls.Config
+	if useTLS {
+		if tlsConfig, err = statusServerTLS(o.layout()); err != nil {
+			return fmt.Errorf("--status-address %s needs TLS: %w", o.statusAddress, err)
+		}
+	}
 	ln, err := net.Listen("tcp", o.statusAddress)
 	if err != nil {
 		return fmt.Errorf("--status-address %s: %w", o.statusAddress, err)
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", cp.h.Handler())

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -22,7 +20,8 @@ import (
 )
 
 func newUpgradePlanCommand() *cobra.Command {
-	var addr, kubeconfig, output, to, file string
+	var status statusClient
+	var kubeconfig, output, to, file string
 	cmd := &cobra.Command{
 		Use:   "upgrade-plan",
 		Short: "Show what moving a running server to another emulated version changes: feature gates and served APIs",
@@ -42,7 +41,7 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o %s: use table or json", output)
 			}
-			r, err := upgradePlan(cmd.InOrStdin(), addr, kubeconfig, to, file)
+			r, err := upgradePlan(cmd.InOrStdin(), &status, kubeconfig, to, file)
 			if err != nil {
 				return err
 			}
@@ -62,7 +61,7 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "status-address", "127.0.0.1:10290", "The server's --status-address")
+	status.addFlags(cmd)
 	cmd.Flags().StringVar(&to, "to-emulated-version", "", "The emulated version to move to, major.minor (default: the binary's version)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the server, to compare the model with its discovery (optional)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json")
@@ -70,13 +69,13 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 	return cmd
 }
 
-func upgradePlan(stdin io.Reader, addr, kubeconfig, to, file string) (*upgradeplan.Report, error) {
-	st, err := serverStatus(addr)
+func upgradePlan(stdin io.Reader, status *statusClient, kubeconfig, to, file string) (*upgradeplan.Report, error) {
+	st, err := serverStatus(status)
 	if err != nil {
 		return nil, err
 	}
 	if st.Plan.EmulationVersion == "" {
-		return nil, fmt.Errorf("the server at %s has no plan yet (phase %s)", addr, st.Phase)
+		return nil, fmt.Errorf("the server at %s has no plan yet (phase %s)", status.addr, st.Phase)
 	}
 	bin := utilfeature.DefaultMutableFeatureGate
 	ours := version.MustParse(basever.DefaultKubeBinaryVersion)
@@ -130,35 +129,26 @@ func upgradePlan(stdin io.Reader, addr, kubeconfig, to, file string) (*upgradepl
 
 // serverStatus is the harness status the server's status handler serves:
 // /components, and the plan from /features.
-func serverStatus(addr string) (*harness.Status, error) {
+func serverStatus(status *statusClient) (*harness.Status, error) {
 	var st harness.Status
-	if err := getJSON(addr, "/components", &st); err != nil {
+	if err := getJSON(status, "/components", &st); err != nil {
 		return nil, err
 	}
 	var plan scoping.Plan
-	if err := getJSON(addr, "/features", &plan); err != nil {
+	if err := getJSON(status, "/features", &plan); err != nil {
 		return nil, err
 	}
 	st.Plan = &plan
 	return &st, nil
 }
 
-func getJSON(addr, path string, into any) error {
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + addr + path)
-	if err != nil {
-		return fmt.Errorf("no server answers at --status-address %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+func getJSON(status *statusClient, path string, into any) error {
+	body, err := status.get(path)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s%s: %s: %s", addr, path, resp.Status, body)
-	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return fmt.Errorf("%s%s: %w", addr, path, err)
+		return fmt.Errorf("%s%s: %w", status.addr, path, err)
 	}
 	return nil
 }
