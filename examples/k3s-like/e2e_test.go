@@ -475,6 +475,7 @@ func TestBadInputOneClearLine(t *testing.T) {
 		{"malformed emulated version", []string{"--emulated-version=1.x"}, `k3s-like: --emulated-version=1.x: illegal version string "1.x": use major.minor, e.g. --emulated-version=1.36`},
 		{"data dir not writable", []string{"--data-dir=" + filepath.Join(file, "data")}, "k3s-like: data dir " + filepath.Join(file, "data") + " cannot be created (not a directory): choose another --data-dir"},
 		{"leading dashes", []string{"--kube-apiserver-arg=--v=2"}, "k3s-like: --kube-apiserver-arg=--v=2: write the upstream flag without leading dashes, e.g. --kube-apiserver-arg=v=2"},
+		{"kubeconfig mode not octal", []string{"--write-kubeconfig-mode=999"}, "k3s-like: --write-kubeconfig-mode=999: want octal permission bits, e.g. 0600 or 0640"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -629,6 +630,16 @@ func TestFileModes(t *testing.T) {
 	assert.NotContains(t, string(body), "kube-scheduler", "--disable-scheduler")
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(10 * time.Second)
+	assert.Equal(t, 0, code)
+
+	// --write-kubeconfig-mode, as k3s's, on the next start.
+	s.start("--disable-scheduler", "--disable-controller-manager", "--write-kubeconfig-mode=640")
+	s.waitReady(90 * time.Second)
+	info, err = os.Stat(filepath.Join(dataDir, "admin.kubeconfig"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), info.Mode().Perm(), "--write-kubeconfig-mode=640")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ = s.wait(10 * time.Second)
 	assert.Equal(t, 0, code)
 }
 

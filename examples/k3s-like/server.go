@@ -57,6 +57,7 @@ type serverOptions struct {
 	disableScheduler  bool
 	disableKCM        bool
 	writeKubeconfig   string
+	kubeconfigMode    string
 	statusAddress     string
 	statusTLS         string
 	dryRun            bool
@@ -79,7 +80,7 @@ func newServerCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.dataDir, "data-dir", "d", filepath.Join(home, ".k3s-like"), "Folder for certificates, keys, kubeconfigs and the embedded etcd data")
+	f.StringVarP(&o.dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "Folder for certificates, keys, kubeconfigs and the embedded etcd data (as k3s: /var/lib/k3s-like as root, ~/.k3s-like otherwise)")
 	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address")
 	f.IntVar(&o.httpsPort, "https-listen-port", 6443, "kube-apiserver HTTPS listen port")
 	f.StringArrayVar(&o.apiserverArgs, "kube-apiserver-arg", nil, "Customized flag for kube-apiserver, key=value without leading dashes (repeatable)")
@@ -95,7 +96,8 @@ func newServerCommand() *cobra.Command {
 	f.StringVar(&o.tokenFile, "token-file", "", "File holding the cluster's token (the first server writes the full token to DATA_DIR/token, 0600). Also $K3S_LIKE_TOKEN_FILE")
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
-	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig), mode 0600")
+	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig)")
+	f.StringVar(&o.kubeconfigMode, "write-kubeconfig-mode", "0600", "The admin kubeconfig's file mode, octal as chmod takes it (k3s's flag), e.g. 0640 for a group that may read it")
 	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
 	f.StringVar(&o.statusTLS, "status-tls", statusTLSAuto, "auto: the status endpoint is HTTPS with client certificates unless --status-address is loopback; always: on loopback too")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
@@ -291,6 +293,9 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if _, err := statusUsesTLS(o.statusAddress, o.statusTLS); err != nil {
 		return err
 	}
+	if _, err := parseFileMode(o.kubeconfigMode); err != nil {
+		return err
+	}
 	if !o.dryRun {
 		if err := checkWritable(o.dataDir); err != nil {
 			return err
@@ -442,7 +447,14 @@ func (o *serverOptions) writePKI() error {
 	if err != nil {
 		return fmt.Errorf("certificates in %s: %w", cfg.Dir, err)
 	}
-	return pki.WriteKubeconfig(o.adminKubeconfig(), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin)
+	if err := pki.WriteKubeconfig(o.adminKubeconfig(), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin); err != nil {
+		return err
+	}
+	mode, err := parseFileMode(o.kubeconfigMode)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(o.adminKubeconfig(), mode)
 }
 
 // serveStatus serves the harness status handler, and /leader-election,
@@ -519,4 +531,23 @@ type DryRunOutput struct {
 type DryRunComponent struct {
 	Name string   `json:"name"`
 	Args []string `json:"args"`
+}
+
+// defaultDataDir is k3s's choice of data dir: /var/lib/k3s-like for root,
+// ~/.k3s-like for anyone else.
+func defaultDataDir(euid int, home string) string {
+	if euid == 0 {
+		return "/var/lib/k3s-like"
+	}
+	return filepath.Join(home, ".k3s-like")
+}
+
+// parseFileMode parses --write-kubeconfig-mode: octal permission bits, as
+// chmod and k3s take them ("644", "0640").
+func parseFileMode(s string) (os.FileMode, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("--write-kubeconfig-mode=%s: want octal permission bits, e.g. 0600 or 0640", s)
+	}
+	return os.FileMode(m), nil
 }
