@@ -1,19 +1,30 @@
 // Package kubeargs merges a distro's default arguments for an upstream
-// component with its user's, k3s-style: the user passes upstream flags
-// without their dashes, repeatable, as key=value (--kube-apiserver-arg=v=2);
-// a user value replaces the default of the same key, key+=value appends to
-// it with a comma; flags with no default are added in the order given.
-// Parse checks what the user wrote; Merge builds the upstream arguments;
-// Value reads one back.
+// component with its user's by k3s's rules (k3s pkg/util/args.go, GetArgs):
+// the user passes upstream flags, repeatable, as key=value
+// (--kube-apiserver-arg=v=2), with or without the leading "--"; a bare key
+// means key=true; a user value replaces the default of the same key;
+// key+=value appends to the default and key-=value prepends to it (as
+// separate --key=value arguments, for upstream's repeatable and list
+// flags); a key given several times becomes several --key=value arguments,
+// in order. Parse checks what the user wrote; Merge builds the upstream
+// arguments; Value reads one back.
+//
+// Two deliberate differences from k3s: the arguments keep the defaults'
+// order, then the user's new keys in the order given, where k3s sorts them
+// by key (the order of distinct flags does not change their meaning, and a
+// repeated key keeps its order in both); and a single leading dash is an
+// error, where k3s would pass "---key".
 package kubeargs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // Arg is one upstream flag without its dashes: {"secure-port", "6443"}. A
-// user's Key ending in "+" appends to the default of the key without it.
+// user's Key ending in "+" appends to the default of the key without it, one
+// ending in "-" prepends to it.
 type Arg struct {
 	Key   string
 	Value string
@@ -22,67 +33,93 @@ type Arg struct {
 // String renders it as the upstream binary takes it: --secure-port=6443.
 func (a Arg) String() string { return "--" + a.Key + "=" + a.Value }
 
-// Parse parses repeatable k3s-style "key=value" arguments, as given to
-// --kube-apiserver-arg and its siblings: no leading dashes, a key, an
-// equals sign, a value (which may itself contain "=", and may be empty). A
-// key ending in "+" (key+=value) appends to the default for that key
-// instead of replacing it, as in k3s. flag names the distro's flag, for
-// errors.
+// Parse parses repeatable k3s-style arguments, as given to
+// --kube-apiserver-arg and its siblings: a key, with or without a leading
+// "--", then "=value" (which may itself contain "=", and may be empty), or
+// nothing for "=true". A key ending in "+" (key+=value) appends to the
+// default for that key, one ending in "-" (key-=value) prepends to it. flag
+// names the distro's flag, for errors.
 func Parse(flag string, raw []string) ([]Arg, error) {
 	out := make([]Arg, 0, len(raw))
 	for _, r := range raw {
-		k, v, ok := strings.Cut(r, "=")
+		k, v, ok := strings.Cut(strings.TrimPrefix(r, "--"), "=")
+		if !ok {
+			v = "true"
+		}
 		switch {
 		case strings.HasPrefix(k, "-"):
-			return nil, fmt.Errorf("--%s=%s: write the upstream flag without leading dashes, e.g. --%s=%s", flag, r, flag, strings.TrimLeft(r, "-"))
-		case !ok || k == "" || k == "+":
-			return nil, fmt.Errorf("--%s=%s: expected key=value, e.g. --%s=v=2", flag, r, flag)
+			return nil, fmt.Errorf("--%s=%s: a flag has two leading dashes or none, e.g. --%s=%s", flag, r, flag, strings.TrimLeft(r, "-"))
+		case strings.TrimRight(k, "+-") == "":
+			return nil, fmt.Errorf("--%s=%s: expected key=value or key, e.g. --%s=v=2", flag, r, flag)
 		}
 		out = append(out, Arg{Key: k, Value: v})
 	}
 	return out, nil
 }
 
-// Merge returns a component's upstream arguments: the defaults, each
-// replaced by a user argument with the same key (or extended, for a "key+"
-// argument, with a comma; several apply in order), then the shorthands,
-// then the user's other arguments in the order given (a "key+" without a
-// default is plain key=value). Shorthands are what a distro applies to
-// every component (such as --feature-gates); they come between the defaults
-// and the user's own, so a repeatable flag gets both.
+// Merge returns a component's upstream arguments by k3s's rules: the
+// defaults, in order, each replaced by the user's arguments with the same
+// key (several give several --key=value, in order), or extended by "key+"
+// (after the default) and "key-" (before it); then the shorthands; then the
+// user's arguments for keys without a default, in the order given ("key+"
+// and "key-" without a default are plain key=value). Shorthands are what a
+// distro applies to every component (such as --feature-gates); they come
+// between the defaults and the user's own, so a repeatable flag gets both.
 func Merge(defaults, shorthands, user []Arg) []string {
-	userByKey := map[string][]Arg{}
-	for _, a := range user {
-		key := strings.TrimSuffix(a.Key, "+")
-		userByKey[key] = append(userByKey[key], a)
+	initial := map[string]string{}
+	for _, d := range defaults {
+		initial[d.Key] = d.Value
 	}
-	used := map[string]bool{}
+	// values[key] is k3s's multiArgs: after the first user argument of a
+	// key, its default is part of the values (or dropped by a plain one).
+	values := map[string][]string{}
+	var newKeys []string
+	for _, u := range user {
+		key := strings.TrimRight(u.Key, "+-")
+		def, hasDefault := initial[key]
+		existing, seen := values[key]
+		var next []string
+		switch {
+		case strings.HasSuffix(u.Key, "+"):
+			if hasDefault {
+				next = append(next, def)
+			}
+			next = append(append(next, existing...), u.Value)
+		case strings.HasSuffix(u.Key, "-"):
+			next = append(next, u.Value)
+			if hasDefault {
+				next = append(next, def)
+			}
+			next = append(next, existing...)
+		default:
+			next = append(slices.Clone(existing), u.Value)
+		}
+		delete(initial, key)
+		if !seen && !hasDefault && !slices.ContainsFunc(defaults, func(d Arg) bool { return d.Key == key }) {
+			newKeys = append(newKeys, key)
+		}
+		values[key] = next
+	}
 	var out []string
 	for _, d := range defaults {
-		value := d.Value
-		for _, u := range userByKey[d.Key] {
-			if strings.HasSuffix(u.Key, "+") {
-				value += "," + u.Value
-			} else {
-				value = u.Value
-			}
+		vs, ok := values[d.Key]
+		if !ok {
+			vs = []string{d.Value}
 		}
-		used[d.Key] = true
-		out = append(out, Arg{Key: d.Key, Value: value}.String())
+		for _, v := range vs {
+			out = append(out, Arg{Key: d.Key, Value: v}.String())
+		}
 	}
 	for _, s := range shorthands {
 		out = append(out, s.String())
 	}
-	for _, u := range user {
-		key := strings.TrimSuffix(u.Key, "+")
-		if used[key] {
-			continue
+	for _, k := range newKeys {
+		for _, v := range values[k] {
+			out = append(out, Arg{Key: k, Value: v}.String())
 		}
-		out = append(out, Arg{Key: key, Value: u.Value}.String())
 	}
 	return out
 }
-
 // Value is the value of --key in upstream arguments as Merge renders them
 // (--key=value), the last one if it is given more than once, as upstream's
 // flag parsing takes it; ok is false if it is not there.

@@ -474,7 +474,7 @@ func TestBadInputOneClearLine(t *testing.T) {
 		{"unknown scheduler flag", []string{"--kube-scheduler-arg=no-such-flag=1"}, "k3s-like: kube-scheduler failed in phase parse: kube-scheduler: unknown flag: --no-such-flag"},
 		{"malformed emulated version", []string{"--emulated-version=1.x"}, `k3s-like: --emulated-version=1.x: illegal version string "1.x": use major.minor, e.g. --emulated-version=1.36`},
 		{"data dir not writable", []string{"--data-dir=" + filepath.Join(file, "data")}, "k3s-like: data dir " + filepath.Join(file, "data") + " cannot be created (not a directory): choose another --data-dir"},
-		{"leading dashes", []string{"--kube-apiserver-arg=--v=2"}, "k3s-like: --kube-apiserver-arg=--v=2: write the upstream flag without leading dashes, e.g. --kube-apiserver-arg=v=2"},
+		{"one leading dash", []string{"--kube-apiserver-arg=-v=2"}, "k3s-like: --kube-apiserver-arg=-v=2: a flag has two leading dashes or none, e.g. --kube-apiserver-arg=v=2"},
 		{"kubeconfig mode not octal", []string{"--write-kubeconfig-mode=999"}, "k3s-like: --write-kubeconfig-mode=999: want octal permission bits, e.g. 0600 or 0640"},
 	}
 	for _, tc := range tests {
@@ -582,6 +582,15 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0)
 	assert.True(t, dry.Plan.Features[i].Enabled)
 	assert.Len(t, dry.Plan.Features[i].Requests, 2)
+	// k3s's argument rules through the binary: leading dashes tolerated,
+	// a bare key is true, key-= prepends to the default, a repeated key is
+	// repeated.
+	out, stderr0, code := run("--kube-apiserver-arg=--profiling", "--kube-apiserver-arg=contention-profiling",
+		"--kube-scheduler-arg=bind-address-=127.0.0.2", "--kube-controller-manager-arg=controllers=*", "--kube-controller-manager-arg=controllers=-bootstrapsigner")
+	require.Equal(t, 0, code, stderr0)
+	assert.Contains(t, out, "  --profiling=true\n  --contention-profiling=true\n")
+	assert.Contains(t, out, "  --bind-address=127.0.0.2\n  --bind-address=127.0.0.1\n")
+	assert.Contains(t, out, "  --controllers=*\n  --controllers=-bootstrapsigner\n")
 	_, stderr, code := run("-o", "yaml")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "--output=yaml: want table or json")
