@@ -120,6 +120,7 @@ func Merge(defaults, shorthands, user []Arg) []string {
 	}
 	return out
 }
+
 // Value is the value of --key in upstream arguments as Merge renders them
 // (--key=value), the last one if it is given more than once, as upstream's
 // flag parsing takes it; ok is false if it is not there.
