@@ -65,10 +65,18 @@ type serverOptions struct {
 	etcdClientPort    int
 	etcdPeerPort      int
 	stopTimeout       time.Duration
+	configFile        string
 	nodeName          string // KEP-3920 feature discovery: this server's identity in the Feature objects
 }
 
 func newServerCommand() *cobra.Command {
+	cmd, _ := newServerCommandWithOptions()
+	return cmd
+}
+
+// newServerCommandWithOptions is newServerCommand, with the options its
+// flags fill (for tests).
+func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	o := &serverOptions{}
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
@@ -76,10 +84,18 @@ func newServerCommand() *cobra.Command {
 		Short: "Run the control plane: embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			files, err := configFiles(o.configFile, os.Getenv)
+			if err != nil {
+				return err
+			}
+			if err := applyConfig(cmd.Flags(), files); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&o.configFile, "config", "c", "", "Config file: keys are these flags' long names, repeatable flags are lists, FILE.d/*.yaml drop-ins are merged after it in lexical order (key+: appends), the command line overrides them (default "+defaultConfigFile+" if it exists; also $K3S_LIKE_CONFIG_FILE)")
 	f.StringVarP(&o.dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "Folder for certificates, keys, kubeconfigs and the embedded etcd data (as k3s: /var/lib/k3s-like as root, ~/.k3s-like otherwise)")
 	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address")
 	f.IntVar(&o.httpsPort, "https-listen-port", 6443, "kube-apiserver HTTPS listen port")
@@ -109,7 +125,7 @@ func newServerCommand() *cobra.Command {
 	// the Feature objects and in its field manager, k3s-like/NODE_NAME.
 	hostname, _ := os.Hostname()
 	f.StringVar(&o.nodeName, "node-name", hostname, "This server's identity: its entry in the Feature objects' status.servers (default the hostname)")
-	return cmd
+	return cmd, o
 }
 
 // layout is the server's PKI: components/pki's layout in DATA_DIR/tls.
