@@ -47,14 +47,29 @@ type GateChange struct {
 // running plan's, sorted by name. gate is the binary's kube gate (it is
 // copied, never changed); plan is the running server's.
 func Gates(gate featuregate.MutableVersionedFeatureGate, plan *scoping.Plan, to *version.Version) ([]GateChange, error) {
-	from, err := version.Parse(plan.EmulationVersion)
+	from, err := emulationOf(plan)
 	if err != nil {
-		return nil, fmt.Errorf("the server's emulation version %q: %w", plan.EmulationVersion, err)
+		return nil, err
 	}
 	at, refused, err := gateAt(gate, plan.Overrides, to)
 	if err != nil {
 		return nil, err
 	}
+	return gateChanges(gate, at, refused, plan, from, to), nil
+}
+
+// emulationOf is the plan's emulation version.
+func emulationOf(plan *scoping.Plan) (*version.Version, error) {
+	from, err := version.Parse(plan.EmulationVersion)
+	if err != nil {
+		return nil, fmt.Errorf("the server's emulation version %q: %w", plan.EmulationVersion, err)
+	}
+	return from, nil
+}
+
+// gateChanges compares the plan (at from) with at, the gate at to with the
+// plan's overrides applied (gateAt), whose refused overrides are refused.
+func gateChanges(gate featuregate.MutableVersionedFeatureGate, at featuregate.FeatureGate, refused map[string]string, plan *scoping.Plan, from, to *version.Version) []GateChange {
 	specs := gate.GetAllVersioned()
 	current := map[string]scoping.FeatureState{}
 	for _, f := range plan.Features {
@@ -97,7 +112,7 @@ func Gates(gate featuregate.MutableVersionedFeatureGate, plan *scoping.Plan, to 
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 // gateAt is a copy of gate at emulation version v with overrides applied
@@ -285,9 +300,9 @@ func diff(a, b []string) (added, removed []string) {
 // server's discovery (LiveAPIs), compared with the model at the plan's
 // version.
 func Build(gate featuregate.MutableVersionedFeatureGate, plan *scoping.Plan, apiserverArgs []string, to *version.Version, objs []featurecheck.Object, live *APIs) (*Report, error) {
-	from, err := version.Parse(plan.EmulationVersion)
+	from, err := emulationOf(plan)
 	if err != nil {
-		return nil, fmt.Errorf("the server's emulation version %q: %w", plan.EmulationVersion, err)
+		return nil, err
 	}
 	rc := cliflag.ConfigurationMap{}
 	for _, a := range apiserverArgs {
@@ -304,17 +319,15 @@ func Build(gate featuregate.MutableVersionedFeatureGate, plan *scoping.Plan, api
 		return nil, fmt.Errorf("--to-emulated-version=%d.%d: %w", to.Major(), to.Minor(), errors.Join(errs...))
 	}
 	r := &Report{BinaryVersion: plan.BinaryVersion, From: plan.EmulationVersion, To: fmt.Sprintf("%d.%d", to.Major(), to.Minor())}
-	if r.Gates, err = Gates(gate, plan, to); err != nil {
-		return nil, err
-	}
 	gFrom, _, err := gateAt(gate, plan.Overrides, from)
 	if err != nil {
 		return nil, err
 	}
-	gTo, _, err := gateAt(gate, plan.Overrides, to)
+	gTo, refused, err := gateAt(gate, plan.Overrides, to)
 	if err != nil {
 		return nil, err
 	}
+	r.Gates = gateChanges(gate, gTo, refused, plan, from, to)
 	before, err := Served(from, gFrom, rc)
 	if err != nil {
 		return nil, err
@@ -333,13 +346,14 @@ func Build(gate featuregate.MutableVersionedFeatureGate, plan *scoping.Plan, api
 			r.ModelDiffers = append(r.ModelDiffers, "-"+x)
 		}
 	}
+	builtIn := controlplane.DefaultAPIResourceConfigSource().GroupVersionConfigs
 	for _, o := range objs {
 		gv, err := schema.ParseGroupVersion(o.APIVersion)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: apiVersion %q: %w", o.Kind, o.Name, o.APIVersion, err)
 		}
 		res := guess(gv.WithKind(o.Kind))
-		_, known := controlplane.DefaultAPIResourceConfigSource().GroupVersionConfigs[gv]
+		_, known := builtIn[gv]
 		r.Objects = append(r.Objects, Object{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Known: known,
 			Served: known && slices.Contains(after.Resources, gv.String()+"/"+res)})
 	}
