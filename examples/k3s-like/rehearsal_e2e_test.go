@@ -258,7 +258,8 @@ func TestUpgradeRehearsal(t *testing.T) {
 	// Step 4: the new binary, emulation lifted.
 	rehearsalStep(t, s, newBin, newMinor, "4")
 	after := servedAPIs(t, s)
-	added, removed := diffSets(before.groupVersions, after.groupVersions)
+	lifted, gone := upgradeplan.Diff(before.APIs, after.APIs)
+	added, removed := lifted.GroupVersions, gone.GroupVersions
 	t.Logf("lifting the emulation %s -> %s: group-versions served since: %v, no longer served: %v", oldMinor, newMinor, added, removed)
 	assert.Equal(t, wantNewGroupVersions(t, oldMinor, newMinor), added, "the group-versions that appear when the emulation is lifted")
 	assert.Empty(t, removed, "no group-version disappears")
@@ -271,10 +272,9 @@ func TestUpgradeRehearsal(t *testing.T) {
 	// upgrade-plan in step 2 named exactly what lifting changed.
 	assert.Equal(t, added, plan.Added.GroupVersions, "upgrade-plan named the group-versions that appeared")
 	assert.Empty(t, plan.Removed.GroupVersions)
-	liveBefore, liveAfter := upgradeplan.LiveAPIs(before.lists), upgradeplan.LiveAPIs(after.lists)
-	addedRes, removedRes := diffSets(liveBefore.Resources, liveAfter.Resources)
-	assert.Equal(t, addedRes, plan.Added.Resources, "upgrade-plan named the resources that appeared")
-	assert.Equal(t, removedRes, plan.Removed.Resources)
+	liveAdded, liveRemoved := upgradeplan.Diff(upgradeplan.LiveAPIs(before.lists), upgradeplan.LiveAPIs(after.lists))
+	assert.Equal(t, liveAdded.Resources, plan.Added.Resources, "upgrade-plan named the resources that appeared")
+	assert.Equal(t, liveRemoved.Resources, plan.Removed.Resources)
 	var flipped []string
 	for name, f := range afterLift {
 		if b, ok := beforeLift[name]; ok && b.Enabled != f.Enabled {
@@ -499,11 +499,11 @@ func assertStillBound(t *testing.T, c kubernetes.Interface, pods map[string]stri
 	}
 }
 
-// apis is what a server serves, from discovery.
+// apis is what a server serves, from discovery: every group-version and
+// resource (subresources included), and discovery's lists.
 type apis struct {
-	groupVersions []string // sorted
-	resources     []string // group-version/resource, sorted
-	lists         []*metav1.APIResourceList
+	upgradeplan.APIs
+	lists []*metav1.APIResourceList
 }
 
 func servedAPIs(t *testing.T, s *server) apis {
@@ -515,13 +515,13 @@ func servedAPIs(t *testing.T, s *server) apis {
 		if strings.HasPrefix(l.GroupVersion, "rehearsal.example.com/") {
 			continue // the rehearsal's own CRDs
 		}
-		out.groupVersions = append(out.groupVersions, l.GroupVersion)
+		out.GroupVersions = append(out.GroupVersions, l.GroupVersion)
 		for _, r := range l.APIResources {
-			out.resources = append(out.resources, l.GroupVersion+"/"+r.Name)
+			out.Resources = append(out.Resources, l.GroupVersion+"/"+r.Name)
 		}
 	}
-	sort.Strings(out.groupVersions)
-	sort.Strings(out.resources)
+	sort.Strings(out.GroupVersions)
+	sort.Strings(out.Resources)
 	return out
 }
 
@@ -529,10 +529,9 @@ func servedAPIs(t *testing.T, s *server) apis {
 // the expected differences.
 func assertSameAPIs(t *testing.T, want, got apis, expected []expectedDifference) {
 	t.Helper()
-	added, removed := diffSets(want.groupVersions, got.groupVersions)
-	checkDifferences(t, "group-versions", signed(added, removed), expected)
-	added, removed = diffSets(want.resources, got.resources)
-	checkDifferences(t, "resources", signed(added, removed), expected)
+	added, removed := upgradeplan.Diff(want.APIs, got.APIs)
+	checkDifferences(t, "group-versions", signed(added.GroupVersions, removed.GroupVersions), expected)
+	checkDifferences(t, "resources", signed(added.Resources, removed.Resources), expected)
 }
 
 // signed is added as "+x" and removed as "-x".
@@ -564,19 +563,4 @@ func assertGates(t *testing.T, old, now map[string]scoping.FeatureState, expecte
 	}
 	sort.Strings(diffs)
 	checkDifferences(t, "feature gates", diffs, expected)
-}
-
-// diffSets returns what b has and a does not, and what a has and b does not.
-func diffSets(a, b []string) (added, removed []string) {
-	for _, x := range b {
-		if !slices.Contains(a, x) {
-			added = append(added, x)
-		}
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			removed = append(removed, x)
-		}
-	}
-	return added, removed
 }
