@@ -71,13 +71,17 @@ func Merge(defaults, shorthands, user []Arg) []string {
 		initial[d.Key] = d.Value
 	}
 	// values[key] is k3s's multiArgs: after the first user argument of a
-	// key, its default is part of the values (or dropped by a plain one).
+	// key, its default is part of the values (or was dropped by a plain one).
 	values := map[string][]string{}
 	var newKeys []string
 	for _, u := range user {
 		key := strings.TrimRight(u.Key, "+-")
 		def, hasDefault := initial[key]
 		existing, seen := values[key]
+		// Once a key has values, they hold its default (or replaced it).
+		if seen {
+			hasDefault = false
+		}
 		var next []string
 		switch {
 		case strings.HasSuffix(u.Key, "+"):
@@ -94,8 +98,7 @@ func Merge(defaults, shorthands, user []Arg) []string {
 		default:
 			next = append(slices.Clone(existing), u.Value)
 		}
-		delete(initial, key)
-		if !seen && !hasDefault && !slices.ContainsFunc(defaults, func(d Arg) bool { return d.Key == key }) {
+		if !seen && !hasDefault {
 			newKeys = append(newKeys, key)
 		}
 		values[key] = next
