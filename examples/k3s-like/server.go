@@ -493,13 +493,7 @@ func (o *serverOptions) serveStatus(ctx context.Context, cp *controlPlane) error
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", cp.h.Handler())
-	mux.HandleFunc("GET /leader-election", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(cp.leaderElection())
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: o.statusHandler(cp), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return nil
