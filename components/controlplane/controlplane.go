@@ -23,8 +23,9 @@ const (
 // first address, 10.0.0.1, is pki.Config's default service IP.
 const DefaultServiceClusterIPRange = "10.0.0.0/24"
 
-// ServiceAccountIssuer is the apiserver's --service-account-issuer.
-const ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+// DefaultClusterDomain is the cluster's DNS domain unless
+// Settings.ClusterDomain says otherwise.
+const DefaultClusterDomain = "cluster.local"
 
 // Settings are what a binary chooses about its control plane; every zero
 // value has a default. The scheduler and the controller-manager always
@@ -32,15 +33,30 @@ const ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 // elsewhere.
 type Settings struct {
 	// BindAddress is the apiserver's --bind-address; "" means 127.0.0.1.
-	// It is also its --advertise-address unless it is unspecified (0.0.0.0
-	// or ::), then 127.0.0.1 is.
 	BindAddress string
+	// AdvertiseAddress is the apiserver's --advertise-address: the
+	// "kubernetes" Service's endpoint and the address APIServerURL (the
+	// admin's kubeconfig) points at. "" means BindAddress, unless that is
+	// unspecified (0.0.0.0 or ::), then 127.0.0.1.
+	AdvertiseAddress string
+	// SANs are more names, IP addresses or DNS names, for the apiserver's
+	// serving certificate (k3s's --tls-san).
+	SANs []string
 	// APIServerPort, SchedulerPort and ControllerManagerPort are the
 	// components' secure ports; 0 means the Default…Port constants.
 	APIServerPort, SchedulerPort, ControllerManagerPort int
 	// ServiceClusterIPRange is the apiserver's --service-cluster-ip-range;
 	// "" means DefaultServiceClusterIPRange.
 	ServiceClusterIPRange string
+	// ClusterCIDR is the controller-manager's --cluster-cidr, the range of
+	// the nodes' pod CIDRs (with --allocate-node-cidrs=true); "" allocates
+	// none.
+	ClusterCIDR string
+	// ClusterDomain is the cluster's DNS domain: the serving certificate
+	// covers kubernetes.default.svc.<ClusterDomain>, and the service-account
+	// issuer is https://kubernetes.default.svc.<ClusterDomain>. "" means
+	// DefaultClusterDomain.
+	ClusterDomain string
 	// EtcdServers is the apiserver's --etcd-servers, comma-separated client
 	// URLs; "" means the embedded etcd at its default client port
 	// (https://127.0.0.1:2379, package etcd).
@@ -69,9 +85,19 @@ func (s Settings) bindAddress() string {
 	return s.BindAddress
 }
 
-// AdvertiseAddress is the apiserver's --advertise-address: BindAddress,
-// unless it is not a specific IP address, then 127.0.0.1.
-func (s Settings) AdvertiseAddress() string {
+// Advertised is the apiserver's --advertise-address: AdvertiseAddress,
+// else BindAddress, unless that is not a specific IP address, then
+// 127.0.0.1.
+func (s Settings) Advertised() string {
+	if s.AdvertiseAddress != "" {
+		return s.AdvertiseAddress
+	}
+	return s.localAddress()
+}
+
+// localAddress is where this host's components reach the apiserver: the
+// bind address, or loopback when it listens on every address.
+func (s Settings) localAddress() string {
 	if ip := net.ParseIP(s.bindAddress()); ip != nil && !ip.IsUnspecified() {
 		return s.bindAddress()
 	}
@@ -82,10 +108,23 @@ func (s Settings) AdvertiseAddress() string {
 // loopback; with the apiserver on loopback nothing else could reach it
 // anyway.
 func (s Settings) endpointReconciler() string {
-	if net.ParseIP(s.AdvertiseAddress()).IsLoopback() {
+	if ip := net.ParseIP(s.Advertised()); ip == nil || ip.IsLoopback() {
 		return "none"
 	}
 	return "lease"
+}
+
+func (s Settings) clusterDomain() string {
+	if s.ClusterDomain == "" {
+		return DefaultClusterDomain
+	}
+	return s.ClusterDomain
+}
+
+// ServiceAccountIssuer is the apiserver's --service-account-issuer,
+// https://kubernetes.default.svc.<ClusterDomain> (as k3s).
+func (s Settings) ServiceAccountIssuer() string {
+	return "https://kubernetes.default.svc." + s.clusterDomain()
 }
 
 func orDefault(v, def int) int {
@@ -95,10 +134,18 @@ func orDefault(v, def int) int {
 	return v
 }
 
-// APIServerURL is https://<AdvertiseAddress>:<APIServerPort>: the server
-// the kubeconfigs point at.
+// APIServerURL is https://<Advertised()>:<APIServerPort>: the server a
+// kubeconfig for users, on this host or another, points at.
 func (s Settings) APIServerURL() string {
-	return "https://" + net.JoinHostPort(s.AdvertiseAddress(), strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort)))
+	return "https://" + net.JoinHostPort(s.Advertised(), strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort)))
+}
+
+// LocalAPIServerURL is the server the components' kubeconfigs point at:
+// the bind address, or https://127.0.0.1:<APIServerPort> when the
+// apiserver listens on every address (the advertised address may be one a
+// NAT forwards, not this host's).
+func (s Settings) LocalAPIServerURL() string {
+	return "https://" + net.JoinHostPort(s.localAddress(), strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort)))
 }
 
 func (s Settings) serviceClusterIPRange() string {
@@ -124,16 +171,27 @@ func (s Settings) ServiceIP() (net.IP, error) {
 }
 
 // PKIConfig is the configuration of pki.Ensure for layout and s: the
-// kubeconfigs point at s.APIServerURL(), and the apiserver's serving
-// certificate also covers the service IP and the bind address.
+// kubeconfigs point at s.LocalAPIServerURL(), and the apiserver's serving
+// certificate also covers the service IP, the bind address, the advertised
+// address, kubernetes.default.svc.<ClusterDomain> and s.SANs (an entry that
+// parses as an IP address is one, any other a DNS name).
 func PKIConfig(layout pki.Layout, s Settings) (pki.Config, error) {
 	serviceIP, err := s.ServiceIP()
 	if err != nil {
 		return pki.Config{}, err
 	}
-	cfg := pki.Config{Dir: layout.Dir, APIServerURL: s.APIServerURL(), ServiceIP: serviceIP}
-	if ip := net.ParseIP(s.bindAddress()); ip != nil && !ip.IsUnspecified() {
-		cfg.ServingIPs = []net.IP{ip}
+	cfg := pki.Config{Dir: layout.Dir, APIServerURL: s.LocalAPIServerURL(), ServiceIP: serviceIP, ClusterDomain: s.clusterDomain()}
+	seen := map[string]bool{}
+	for _, name := range append([]string{s.bindAddress(), s.Advertised()}, s.SANs...) {
+		ip := net.ParseIP(name)
+		switch {
+		case name == "" || seen[name] || ip.IsUnspecified():
+		case ip != nil:
+			cfg.ServingIPs = append(cfg.ServingIPs, ip)
+		default:
+			cfg.ServingDNSNames = append(cfg.ServingDNSNames, name)
+		}
+		seen[name] = true
 	}
 	return cfg, nil
 }
@@ -167,7 +225,7 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "etcd-certfile", Value: etcdTLS.CertFile},
 			{Key: "etcd-keyfile", Value: etcdTLS.KeyFile},
 			{Key: "bind-address", Value: s.bindAddress()},
-			{Key: "advertise-address", Value: s.AdvertiseAddress()},
+			{Key: "advertise-address", Value: s.Advertised()},
 			{Key: "endpoint-reconciler-type", Value: s.endpointReconciler()},
 			{Key: "secure-port", Value: strconv.Itoa(orDefault(s.APIServerPort, DefaultAPIServerPort))},
 			{Key: "tls-cert-file", Value: layout.APIServerServing().CertFile},
@@ -176,7 +234,7 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "anonymous-auth", Value: "false"},
 			{Key: "authorization-mode", Value: "Node,RBAC"},
 			{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
-			{Key: "service-account-issuer", Value: ServiceAccountIssuer},
+			{Key: "service-account-issuer", Value: s.ServiceAccountIssuer()},
 			{Key: "service-account-key-file", Value: layout.ServiceAccountPub()},
 			{Key: "service-account-signing-key-file", Value: layout.ServiceAccountKey()},
 			{Key: "requestheader-client-ca-file", Value: layout.RequestHeaderCA().CertFile},
@@ -191,13 +249,27 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 		},
 		components.SchedulerName: elected(layout.SchedulerKubeconfig(), orDefault(s.SchedulerPort, DefaultSchedulerPort), s.LeaderElect),
 		components.ControllerManagerName: append(elected(layout.ControllerManagerKubeconfig(), orDefault(s.ControllerManagerPort, DefaultControllerManagerPort), s.LeaderElect),
-			kubeargs.Arg{Key: "service-account-private-key-file", Value: layout.ServiceAccountKey()},
-			kubeargs.Arg{Key: "root-ca-file", Value: layout.ServerCA().CertFile},
-			kubeargs.Arg{Key: "use-service-account-credentials", Value: "true"},
-			kubeargs.Arg{Key: "cluster-signing-cert-file", Value: layout.ClientCA().CertFile},
-			kubeargs.Arg{Key: "cluster-signing-key-file", Value: layout.ClientCA().KeyFile},
-		),
+			s.controllerManagerFlags(layout)...),
 	}
+}
+
+// controllerManagerFlags are the controller-manager's own flags; it gets
+// the service CIDR too (its node IPAM keeps pod CIDRs out of it).
+func (s Settings) controllerManagerFlags(layout pki.Layout) []kubeargs.Arg {
+	flags := []kubeargs.Arg{
+		{Key: "service-account-private-key-file", Value: layout.ServiceAccountKey()},
+		{Key: "root-ca-file", Value: layout.ServerCA().CertFile},
+		{Key: "use-service-account-credentials", Value: "true"},
+		{Key: "cluster-signing-cert-file", Value: layout.ClientCA().CertFile},
+		{Key: "cluster-signing-key-file", Value: layout.ClientCA().KeyFile},
+		{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
+	}
+	if s.ClusterCIDR != "" {
+		flags = append(flags,
+			kubeargs.Arg{Key: "cluster-cidr", Value: s.ClusterCIDR},
+			kubeargs.Arg{Key: "allocate-node-cidrs", Value: "true"})
+	}
+	return flags
 }
 
 // elected are the flags the scheduler and the controller-manager share: one

@@ -69,6 +69,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--use-service-account-credentials=true",
 			"--cluster-signing-cert-file=/p/client-ca.crt",
 			"--cluster-signing-key-file=/p/client-ca.key",
+			"--service-cluster-ip-range=10.0.0.0/24",
 		},
 	}, args)
 }
@@ -87,6 +88,12 @@ func TestDefaultArgsSettings(t *testing.T) {
 			api:   {"bind-address": "192.0.2.10", "advertise-address": "192.0.2.10", "endpoint-reconciler-type": "lease"},
 			sched: {"bind-address": "127.0.0.1"}, kcm: {"bind-address": "127.0.0.1"},
 		}},
+		{"an advertised address is the endpoint; the endpoints are reconciled", controlplane.Settings{BindAddress: "0.0.0.0", AdvertiseAddress: "192.0.2.10"}, map[string]map[string]string{
+			api: {"bind-address": "0.0.0.0", "advertise-address": "192.0.2.10", "endpoint-reconciler-type": "lease"},
+		}},
+		{"cluster domain: the service-account issuer", controlplane.Settings{ClusterDomain: "corp.example"}, map[string]map[string]string{
+			api: {"service-account-issuer": "https://kubernetes.default.svc.corp.example"},
+		}},
 		{"an unspecified bind address advertises loopback", controlplane.Settings{BindAddress: "0.0.0.0"}, map[string]map[string]string{
 			api: {"bind-address": "0.0.0.0", "advertise-address": "127.0.0.1", "endpoint-reconciler-type": "none"},
 		}},
@@ -94,7 +101,7 @@ func TestDefaultArgsSettings(t *testing.T) {
 			api: {"bind-address": "::", "advertise-address": "127.0.0.1", "endpoint-reconciler-type": "none"},
 		}},
 		{"service CIDR", controlplane.Settings{ServiceClusterIPRange: "10.43.0.0/16"}, map[string]map[string]string{
-			api: {"service-cluster-ip-range": "10.43.0.0/16"},
+			api: {"service-cluster-ip-range": "10.43.0.0/16"}, kcm: {"service-cluster-ip-range": "10.43.0.0/16"},
 		}},
 		{"embedded etcd on another port keeps the layout's certificates", controlplane.Settings{EtcdServers: "https://127.0.0.1:3379"}, map[string]map[string]string{
 			api: {"etcd-servers": "https://127.0.0.1:3379", "etcd-cafile": "/p/etcd/ca.crt", "etcd-certfile": "/p/etcd/client-kube-apiserver.crt", "etcd-keyfile": "/p/etcd/client-kube-apiserver.key"},
@@ -165,11 +172,24 @@ func TestServiceIP(t *testing.T) {
 	}
 }
 
+// TestClusterCIDR: a cluster CIDR turns the controller-manager's node CIDR
+// allocation on; none leaves both flags out.
+func TestClusterCIDR(t *testing.T) {
+	kcm := components.ControllerManagerName
+	none := controlplane.DefaultArgs(pki.Layout{Dir: "/p"}, controlplane.Settings{})[kcm]
+	for _, name := range []string{"cluster-cidr", "allocate-node-cidrs"} {
+		_, ok := kubeargs.Value(none, name)
+		assert.False(t, ok, name)
+	}
+	args := controlplane.DefaultArgs(pki.Layout{Dir: "/p"}, controlplane.Settings{ClusterCIDR: "10.42.0.0/16"})[kcm]
+	assert.Equal(t, append(none, "--cluster-cidr=10.42.0.0/16", "--allocate-node-cidrs=true"), args)
+}
+
 func TestPKIConfig(t *testing.T) {
 	l := pki.Layout{Dir: "/p"}
 	cfg, err := controlplane.PKIConfig(l, controlplane.Settings{})
 	require.NoError(t, err)
-	assert.Equal(t, pki.Config{Dir: "/p", APIServerURL: "https://127.0.0.1:6443", ServiceIP: net.ParseIP("10.0.0.1").To4(), ServingIPs: []net.IP{net.ParseIP("127.0.0.1")}}, cfg)
+	assert.Equal(t, pki.Config{Dir: "/p", APIServerURL: "https://127.0.0.1:6443", ServiceIP: net.ParseIP("10.0.0.1").To4(), ServingIPs: []net.IP{net.ParseIP("127.0.0.1")}, ClusterDomain: "cluster.local"}, cfg)
 
 	cfg, err = controlplane.PKIConfig(l, controlplane.Settings{BindAddress: "192.0.2.10", APIServerPort: 7443, ServiceClusterIPRange: "10.43.0.0/16"})
 	require.NoError(t, err)
@@ -180,7 +200,20 @@ func TestPKIConfig(t *testing.T) {
 	cfg, err = controlplane.PKIConfig(l, controlplane.Settings{BindAddress: "0.0.0.0"})
 	require.NoError(t, err)
 	assert.Equal(t, "https://127.0.0.1:6443", cfg.APIServerURL)
-	assert.Empty(t, cfg.ServingIPs)
+	assert.Equal(t, []net.IP{net.ParseIP("127.0.0.1")}, cfg.ServingIPs)
+
+	// Listening everywhere, advertising a host address: the components
+	// stay on loopback, users get the advertised address, the certificate
+	// covers it, the SANs (IPs and names apart, each once) and the domain.
+	s := controlplane.Settings{BindAddress: "0.0.0.0", AdvertiseAddress: "192.0.2.10", ClusterDomain: "corp.example",
+		SANs: []string{"k8s.example.com", "198.51.100.7", "192.0.2.10", "k8s.example.com", "2001:db8::1"}}
+	cfg, err = controlplane.PKIConfig(l, s)
+	require.NoError(t, err)
+	assert.Equal(t, "https://127.0.0.1:6443", cfg.APIServerURL)
+	assert.Equal(t, "https://192.0.2.10:6443", s.APIServerURL())
+	assert.Equal(t, []net.IP{net.ParseIP("192.0.2.10"), net.ParseIP("198.51.100.7"), net.ParseIP("2001:db8::1")}, cfg.ServingIPs)
+	assert.Equal(t, []string{"k8s.example.com"}, cfg.ServingDNSNames)
+	assert.Equal(t, "corp.example", cfg.ClusterDomain)
 
 	_, err = controlplane.PKIConfig(l, controlplane.Settings{ServiceClusterIPRange: "nonsense"})
 	assert.ErrorContains(t, err, "service cluster IP range")
