@@ -102,7 +102,9 @@ type upstreamRun struct {
 // (leader election off), and reports whether u.run was called. While u.run
 // runs, the component is marked ready once u.ready returned nil. When u.run
 // returned, u.configz is deleted, so that a later start can register it
-// again. A u.run that returns nil before its context ended is an error.
+// again. A u.run that returns nil before its context ended is an error; an
+// error it returns after its context ended is logged, not returned (the
+// stop interrupted its start-up).
 func (l *lifecycle) runElected(ctx context.Context, lease *leaderelection.LeaderElectionConfig, u upstreamRun) (ran bool, err error) {
 	work := func(wctx context.Context) error {
 		ran = true
@@ -115,8 +117,17 @@ func (l *lifecycle) runElected(ctx context.Context, lease *leaderelection.Leader
 			}
 		}()
 		err := u.run(wctx)
-		if err == nil && wctx.Err() == nil {
+		switch {
+		case err == nil && wctx.Err() == nil:
 			err = fmt.Errorf("%s: Run returned before it was asked to stop", l.name)
+		case err != nil && wctx.Err() != nil:
+			// Asked to stop while it was still starting: upstream's start-up
+			// returns whatever its cancelled waits say (kube-controller-
+			// manager's node IPAM: "failed to list all nodes in 10m0s,
+			// cannot proceed without updating CIDR map"). That is the stop
+			// that was asked for, not the component failing.
+			klog.FromContext(wctx).Info("Stopped while starting", "err", err)
+			err = nil
 		}
 		return err
 	}

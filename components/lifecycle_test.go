@@ -87,6 +87,26 @@ func TestRunElectedWithoutLease(t *testing.T) {
 	})
 	assert.True(t, ran)
 	assert.EqualError(t, err, "c: Run returned before it was asked to stop")
+
+	// An error after the stop was asked for is the interrupted start-up's
+	// (kube-controller-manager's node IPAM), not a failure; one before it
+	// is returned as it is.
+	ctx, cancel = context.WithCancel(context.Background())
+	ran, err = newLifecycle("c", newElector("c")).runElected(ctx, nil, upstreamRun{
+		run: func(ctx context.Context) error {
+			cancel()
+			return errors.New("failed to list all nodes in 10m0s, cannot proceed without updating CIDR map")
+		},
+		ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	})
+	assert.True(t, ran)
+	assert.NoError(t, err)
+	ran, err = newLifecycle("c", newElector("c")).runElected(context.Background(), nil, upstreamRun{
+		run:   func(context.Context) error { return errors.New("error starting controllers") },
+		ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	})
+	assert.True(t, ran)
+	assert.EqualError(t, err, "error starting controllers")
 }
 
 // valuesSink records the values its loggers were given, and logs nothing.

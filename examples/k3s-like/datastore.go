@@ -3,7 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/util/version"
 	basever "k8s.io/component-base/version"
@@ -33,7 +34,7 @@ func etcdMinorOf(k8sMinor string) (etcdMinor string, ok bool) {
 // that etcd (etcd's downgrade, see components/etcd), so the older binary
 // opens the data dir after this one stops. At its own minor, etcd's own
 // storage version (a downgrade an earlier run left is cancelled).
-func keepDatastoreFor(db *etcd.Etcd, stderr io.Writer) func(*scoping.Plan) error {
+func keepDatastoreFor(db *etcd.Etcd, log logr.Logger) func(*scoping.Plan) error {
 	return func(p *scoping.Plan) error {
 		emu, err := version.Parse(p.EmulationVersion)
 		if err != nil {
@@ -46,13 +47,13 @@ func keepDatastoreFor(db *etcd.Etcd, stderr io.Writer) func(*scoping.Plan) error
 		want, ok := etcdMinorOf(minor)
 		switch {
 		case !ok:
-			fmt.Fprintf(stderr, "k3s-like: warning: emulating %s: which etcd the k3s-like of %s embeds is not known here; the datastore stays at etcd %s, and an older etcd may not open it\n",
-				minor, minor, etcd.BinaryVersion())
+			log.Info(fmt.Sprintf("Warning: emulating %s: which etcd the k3s-like of %s embeds is not known here; the datastore stays at etcd %s, and an older etcd may not open it",
+				minor, minor, etcd.BinaryVersion()))
 			return db.SetStorageVersion("")
 		case want == etcd.BinaryVersion():
 			return db.SetStorageVersion("")
 		}
-		fmt.Fprintf(stderr, "k3s-like: emulating %s: keeping the datastore at etcd %s (the etcd of k3s-like %s) for a rollback\n", minor, want, minor)
+		log.Info(fmt.Sprintf("Emulating %s: keeping the datastore at etcd %s (the etcd of k3s-like %s) for a rollback", minor, want, minor))
 		return db.SetStorageVersion(want)
 	}
 }

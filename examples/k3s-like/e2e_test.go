@@ -292,10 +292,7 @@ func TestPerComponentFeatureGates(t *testing.T) {
 	)
 	s.waitReady(90 * time.Second)
 
-	out, err := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
-	require.NoError(t, err)
-	var plan scoping.Plan
-	require.NoError(t, json.Unmarshal(out, &plan))
+	plan := s.fullPlan()
 	byName := map[string]scoping.FeatureState{}
 	for _, f := range plan.FeatureStates() {
 		byName[f.Name] = f
@@ -308,7 +305,7 @@ func TestPerComponentFeatureGates(t *testing.T) {
 	}
 	table, err := exec.Command(binary, "features", "--status-address="+s.statusAddress()).Output()
 	require.NoError(t, err)
-	assert.Regexp(t, `(?m)^`+testenv.SchedulerGate+`\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=`+testenv.SchedulerGate+`=true$`, string(table))
+	assert.Regexp(t, `(?m)^`+strings.ToLower(testenv.SchedulerGate)+`\s+Alpha\s+true\s+false\s+kube-scheduler=true$`, string(table))
 
 	metrics, err := s.client().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
 	require.NoError(t, err)
@@ -560,7 +557,7 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	assert.Regexp(t, `(?m)^`+testenv.SchedulerGate+`\s+Alpha\s+true\s+false\s+flag\s+kube-apiserver --feature-gates=`+testenv.SchedulerGate+`=true; kube-scheduler --feature-gates=`+testenv.SchedulerGate+`=true$`, out)
 
 	// The same as JSON, for programs (the bench reads it).
-	out, _, code = run("--feature-gates="+testenv.SchedulerGate+"=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager", "-o", "json")
+	out, _, code = run("--feature-gates="+testenv.SchedulerGate+"=true", "--kube-apiserver-arg=v=2", "--disable-controller-manager", "--output", "json")
 	require.Equal(t, 0, code)
 	var dry struct {
 		Components []struct {
@@ -604,7 +601,7 @@ func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	_, stderr0, code = run("--config=" + cfgFile)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, lastLine(stderr0), `config file `+cfgFile+`: unknown key "no-such-flag"`)
-	_, stderr, code := run("-o", "yaml")
+	_, stderr, code := run("--output", "yaml")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "--output=yaml: want table or json")
 

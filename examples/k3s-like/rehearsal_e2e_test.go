@@ -383,7 +383,7 @@ func rehearsalStep(t *testing.T, s *server, bin, emulated, name string, args ...
 	t.Logf("step %s: %s %v ready in %s", name, bin, args, time.Since(started).Round(time.Millisecond))
 	plan := s.fullPlan()
 	assert.Equal(t, emulated, plan.EmulationVersion, "step %s: the plan's emulated version", name)
-	assert.Regexp(t, `(?m)^k3s-like: Kubernetes v\S+, emulating `+regexp.QuoteMeta(emulated)+` `, s.stderr.String(), "step %s: the log's emulated version", name)
+	assert.Regexp(t, `"Running Kubernetes" logger="k3s-like" version="v\S+" emulatedVersion="`+regexp.QuoteMeta(emulated)+`"`, s.stderr.String(), "step %s: the log's emulated version", name)
 }
 
 // stopServer sends SIGTERM and expects exit 0 within 30 s.

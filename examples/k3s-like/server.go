@@ -14,10 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -41,6 +43,14 @@ import (
 type serverOptions struct {
 	dataDir           string
 	bindAddress       string
+	advertiseAddress  string
+	tlsSANs           []string
+	serviceCIDR       string
+	clusterCIDR       string
+	clusterDNS        string
+	clusterDomain     string
+	net               network // resolved from the flags above by run
+	logging           logging
 	httpsPort         int
 	apiserverArgs     []string
 	schedulerArgs     []string
@@ -53,7 +63,6 @@ type serverOptions struct {
 	datastoreKey      string
 	token             string
 	tokenFile         string
-	stderr            io.Writer // the server's own messages
 	disableScheduler  bool
 	disableKCM        bool
 	writeKubeconfig   string
@@ -91,13 +100,19 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 			if err := applyConfig(cmd.Flags(), files); err != nil {
 				return err
 			}
-			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.configFile, "config", "c", "", "Config file: keys are these flags' long names, repeatable flags are lists, FILE.d/*.yaml drop-ins are merged after it in lexical order (key+: appends), the command line overrides them (default "+defaultConfigFile+" if it exists; also $K3S_LIKE_CONFIG_FILE)")
 	f.StringVarP(&o.dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "Folder for certificates, keys, kubeconfigs and the embedded etcd data (as k3s: /var/lib/k3s-like as root, ~/.k3s-like otherwise)")
-	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address")
+	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address; 0.0.0.0 (or ::) listens on every address and puts the host's addresses and name into the serving certificate")
+	f.StringVar(&o.advertiseAddress, "advertise-address", "", "IP address kube-apiserver advertises to the cluster (the kubernetes Service's endpoint) and the admin kubeconfig points at (default the bind address, or with 0.0.0.0 the default route's address)")
+	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "More host names or IP addresses for the serving certificate (repeatable, or comma-separated); a change reissues the serving certificate, never the CA")
+	f.StringVar(&o.serviceCIDR, "service-cidr", defaultServiceCIDR, "IP range of Service cluster IPs; its first address is the kubernetes Service's, in the serving certificate")
+	f.StringVar(&o.clusterCIDR, "cluster-cidr", defaultClusterCIDR, "IP range of Pod IPs: kube-controller-manager allocates the nodes' pod CIDRs from it")
+	f.StringVar(&o.clusterDNS, "cluster-dns", "", "IP address of the cluster DNS Service, in --service-cidr (default its tenth address, 10.43.0.10), for the nodes' kubelets")
+	f.StringVar(&o.clusterDomain, "cluster-domain", defaultClusterDomain, "The cluster's DNS domain: in the serving certificate (kubernetes.default.svc.DOMAIN) and the service-account issuer")
 	f.IntVar(&o.httpsPort, "https-listen-port", 6443, "kube-apiserver HTTPS listen port")
 	f.StringArrayVar(&o.apiserverArgs, "kube-apiserver-arg", nil, "Customized flag for kube-apiserver (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
 	f.StringArrayVar(&o.schedulerArgs, "kube-scheduler-arg", nil, "Customized flag for kube-scheduler (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
@@ -112,12 +127,16 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f.StringVar(&o.tokenFile, "token-file", "", "File holding the cluster's token (the first server writes the full token to DATA_DIR/token, 0600). Also $K3S_LIKE_TOKEN_FILE")
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
-	f.StringVar(&o.writeKubeconfig, "write-kubeconfig", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig)")
+	f.StringVarP(&o.writeKubeconfig, "write-kubeconfig", "o", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig)")
 	f.StringVar(&o.kubeconfigMode, "write-kubeconfig-mode", "0600", "The admin kubeconfig's file mode, octal as chmod takes it (k3s's flag), e.g. 0640 for a group that may read it")
 	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the harness status handler (/components, /features, /healthz): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
 	f.StringVar(&o.statusTLS, "status-tls", statusTLSAuto, "auto: the status endpoint is HTTPS with client certificates unless --status-address is loopback; always: on loopback too")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
-	f.StringVarP(&o.output, "output", "o", "table", "With --dry-run: table, or json (each component's arguments and the plan)")
+	f.StringVar(&o.output, "output", "table", "With --dry-run: table, or json (each component's arguments and the plan); no short form: -o is --write-kubeconfig, as in k3s")
+	f.StringVarP(&o.logging.verbosity, "v", "v", "", "Log verbosity (a number) for the whole process: passed to every component, which must not ask for another")
+	f.StringVar(&o.logging.vmodule, "vmodule", "", "Per-file log verbosity, pattern=N,... (klog's), for the whole process")
+	f.StringVar(&o.logging.format, "logging-format", "", "Log format for the whole process, text or json: the server's own lines, the harness, the components and embedded etcd (default text)")
+	f.StringVarP(&o.logging.file, "log", "l", "", "Write the log here (appended, created 0600) instead of stderr")
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
@@ -156,8 +175,12 @@ func (o *serverOptions) etcdConfig() etcd.Config {
 func (o *serverOptions) settings() controlplane.Settings {
 	s := controlplane.Settings{
 		BindAddress:           o.bindAddress,
+		AdvertiseAddress:      o.net.advertise,
+		SANs:                  o.net.sans,
 		APIServerPort:         o.httpsPort,
-		ServiceClusterIPRange: "10.43.0.0/16",
+		ServiceClusterIPRange: o.serviceCIDR,
+		ClusterCIDR:           o.clusterCIDR,
+		ClusterDomain:         o.clusterDomain,
 		EtcdServers:           o.etcdConfig().ClientURL(),
 		LeaderElect:           o.externalDatastore(),
 	}
@@ -175,7 +198,10 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	if err := o.checkShorthands(); err != nil {
 		return nil, err
 	}
-	var short []kubeargs.Arg
+	short, err := o.logging.shorthands()
+	if err != nil {
+		return nil, err
+	}
 	if o.featureGates != "" {
 		short = append(short, kubeargs.Arg{Key: "feature-gates", Value: o.featureGates})
 	}
@@ -197,6 +223,11 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 		extra, err := kubeargs.Parse(flagNames[name], user[name])
 		if err != nil {
 			return nil, err
+		}
+		for _, a := range extra {
+			if use, owned := ownedArg(name, a.Key); owned {
+				return nil, fmt.Errorf("--%s=%s=%s: the server sets --%s of %s from its own flag: use %s", flagNames[name], a.Key, a.Value, strings.TrimRight(a.Key, "+-"), name, use)
+			}
 		}
 		out[name] = kubeargs.Merge(d, short, extra)
 	}
@@ -289,7 +320,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.adminKubeconfig(),
 		Plan:         func() *scoping.Plan { return h.Status().Plan },
-		Logf:         func(format string, a ...any) { fmt.Fprintf(os.Stderr, "k3s-like: "+format+"\n", a...) },
+		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	if err := h.Add(pub, nil, pubDeps...); err != nil {
 		return nil, err
@@ -297,10 +328,19 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	return cp, nil
 }
 
-func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error {
-	o.stderr = stderr
+func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
+	started := time.Now()
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output=%s: want table or json", o.output)
+	}
+	if !o.dryRun {
+		if err := o.logging.redirect(); err != nil {
+			return err
+		}
+	}
+	var err error
+	if o.net, err = o.resolveNetwork(localHostNames); err != nil {
+		return err
 	}
 	args, err := o.componentArgs()
 	if err != nil {
@@ -326,33 +366,75 @@ func (o *serverOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return o.printPlan(ctx, h, args, stdout)
 	}
 
+	log := logger()
+	// The harness's lines from before the barrier wait for the format it
+	// configures (heldLogs).
+	var release func()
+	h.Logger, release = newHeldLogger()
+	defer release()
+	systemd := takeNotifySocket()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, func() {
+		if err := systemd.notify("STOPPING=1"); err != nil {
+			log.Error(err, "Telling systemd the server stops")
+		}
+	})
 	// Certificates, keys and kubeconfigs are written, and the status
 	// listener opened, only once the barrier passed: a conflict leaves the
 	// data dir as it was and opens no port.
+	var passed atomic.Bool
 	h.AfterBarrier = append(h.AfterBarrier, func(p *scoping.Plan) error {
-		fmt.Fprintf(stderr, "k3s-like: Kubernetes %s, emulating %s (min compatibility %s)\n", basever.Get().GitVersion, p.EmulationVersion, p.MinCompatibilityVersion)
+		passed.Store(true)
+		release()
+		log.Info("Running Kubernetes", "version", basever.Get().GitVersion, "emulatedVersion", p.EmulationVersion, "minCompatibilityVersion", p.MinCompatibilityVersion)
+		o.logComponents(log, h, args)
 		return nil
 	})
 	if cp.db != nil {
-		h.AfterBarrier = append(h.AfterBarrier, keepDatastoreFor(cp.db, stderr))
+		h.AfterBarrier = append(h.AfterBarrier, keepDatastoreFor(cp.db, log))
 	}
 	h.AfterBarrier = append(h.AfterBarrier,
-		func(*scoping.Plan) error { return o.ensurePKI(ctx) },
+		func(*scoping.Plan) error { return o.ensurePKI(ctx, log) },
 		func(*scoping.Plan) error { return o.serveStatus(ctx, cp) })
-	go o.announceReady(ctx, h, stderr)
+	go o.announceReady(ctx, h, log, started, systemd)
 	if err := h.Run(ctx); err != nil {
-		return explainDatastore(err, datadir.Etcd(o.dataDir))
+		err = explainDatastore(err, datadir.Etcd(o.dataDir))
+		if !passed.Load() {
+			release()
+			return err // logging is not configured: one plain line, the last
+		}
+		log.Error(err, "Stopped")
+		return exitCode(1)
 	}
-	fmt.Fprintln(stderr, "k3s-like: stopped")
+	log.Info("Stopped")
 	return nil
 }
 
-// announceReady prints how to use the server once every component is ready.
-func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, stderr io.Writer) {
-	if h.WaitReady(ctx) == nil {
-		fmt.Fprintf(stderr, "k3s-like: ready; data dir %s\n    KUBECONFIG=%s kubectl get nodes\n", o.dataDir, o.adminKubeconfig())
+// logComponents logs how each component runs, in the order they start, as
+// k3s does ("Running kube-scheduler --flag=value ..."), secret values
+// redacted (harness.RedactArgs).
+func (o *serverOptions) logComponents(log logr.Logger, h *harness.Harness, args map[string][]string) {
+	for _, c := range h.Status().Components {
+		switch {
+		case c.Name == etcd.Name:
+			cfg := o.etcdConfig()
+			log.Info("Running embedded etcd", "dataDir", cfg.DataDir, "clientURL", cfg.ClientURL())
+		case len(args[c.Name]) > 0:
+			log.Info("Running " + c.Name + " " + strings.Join(harness.RedactArgs(args[c.Name]), " "))
+		}
+	}
+}
+
+// announceReady logs how to use the server once every component is ready,
+// and tells systemd.
+func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, log logr.Logger, started time.Time, systemd notifier) {
+	if h.WaitReady(ctx) != nil {
+		return
+	}
+	log.Info(fmt.Sprintf("ready in %s; KUBECONFIG=%s kubectl get nodes", time.Since(started).Round(100*time.Millisecond), o.adminKubeconfig()))
+	if err := systemd.notify("READY=1"); err != nil {
+		log.Error(err, "Telling systemd the server is ready")
 	}
 }
 
@@ -385,7 +467,7 @@ func unwrapPath(err error) error {
 // ensurePKI makes the server's PKI: on an external datastore from the
 // cluster's shared CAs (fetched, or stored by the first server, with
 // --token), otherwise locally.
-func (o *serverOptions) ensurePKI(ctx context.Context) error {
+func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if !o.externalDatastore() {
 		return o.writePKI()
 	}
@@ -429,7 +511,7 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 		}
 		tok, source = clusterToken{secret: secret}, "generated"
 	} else if tok.caHash == "" {
-		fmt.Fprintf(o.stderr, "k3s-like: warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token\n", source)
+		log.Info(fmt.Sprintf("Warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token", source))
 	}
 	check := func(files map[string][]byte) error { return tok.checkCA(files[pki.Layout{}.ServerCA().CertFile]) }
 	if err := bootstrap.Sync(sctx, client, tok.secret, o.layout().Dir, o.writePKI, check); err != nil {
@@ -447,7 +529,7 @@ func (o *serverOptions) ensurePKI(ctx context.Context) error {
 		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
 	}
 	if changed {
-		fmt.Fprintf(o.stderr, "k3s-like: the cluster's token (%s) is in %s (0600): give it to the other servers with --token-file\n", source, tokenFile(o.dataDir))
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers with --token-file", source, tokenFile(o.dataDir)))
 	}
 	return nil
 }
@@ -463,7 +545,9 @@ func (o *serverOptions) writePKI() error {
 	if err != nil {
 		return fmt.Errorf("certificates in %s: %w", cfg.Dir, err)
 	}
-	if err := pki.WriteKubeconfig(o.adminKubeconfig(), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin); err != nil {
+	// The admin's kubeconfig is for users, on this host or another: it
+	// points at the advertised address, the components' at the local one.
+	if err := pki.WriteKubeconfig(o.adminKubeconfig(), o.settings().APIServerURL(), files.ServerCA.CertPEM(), files.Admin); err != nil {
 		return err
 	}
 	mode, err := parseFileMode(o.kubeconfigMode)

@@ -217,7 +217,7 @@ func measure(c config, kind string) (result, error) {
 // --dry-run), the same PKI layout (components/pki, as k3s-like makes it),
 // etcd with the same ports and certificates.
 func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, error) {
-	out, err := exec.Command(c.k3sLike, append(serverArgs(dir, p), "--dry-run", "-o", "json")...).Output()
+	out, err := exec.Command(c.k3sLike, append(serverArgs(dir, p), "--dry-run", "--output", "json")...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("k3s-like --dry-run: %w", err)
 	}
