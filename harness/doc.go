@@ -44,7 +44,12 @@
 // with a *scoping.ConflictError before anything stops.
 //
 // Status and Handler report each component's State, the phase timings and
-// the feature plan the barrier made (/components, /features, /healthz). The
-// library never installs signal handlers and never exits the process:
-// signals belong to the binary.
+// the feature plan the barrier made: /components and /features; /livez,
+// /readyz and /healthz with a check per component, as kube-apiserver serves
+// them (k8s.io/apiserver's healthz: /readyz/NAME, ?verbose, ?exclude=NAME);
+// and /metrics, the kubeharness_* metrics in Prometheus text format from a
+// registry of the handler's own. Flags gives each component's effective
+// flags, secret values redacted, for a binary's /flagz. The library never
+// installs signal handlers and never exits the process: signals belong to
+// the binary.
 package harness

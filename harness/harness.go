@@ -60,6 +60,9 @@ type Harness struct {
 	phase   Phase
 	timings []PhaseTiming
 	plan    *scoping.Plan
+	// conflicts counts the conflicts of every barrier that failed (Run's,
+	// and each Restart's admission), by scoping.ConflictKind name.
+	conflicts map[string]int
 }
 
 // BarrierHook is run by Run after the barrier applied its plan, before any
@@ -84,6 +87,8 @@ type unit struct {
 	err      error
 	since    time.Time
 	stopping bool
+	restarts int               // how many instances before this one Restart replaced
+	flags    map[string]string // the effective flags, redacted, once parsed
 }
 
 // Add adds a component with its arguments (exactly what its upstream binary
@@ -359,6 +364,7 @@ func (r *run) parse() error {
 				r.setState(u, Failed, err)
 				return
 			}
+			r.h.keepFlags(u)
 			r.setState(u, Parsed, nil)
 		})
 	}
@@ -370,6 +376,7 @@ func (r *run) parse() error {
 func (r *run) reconcile() error {
 	plan, err := r.barrier.Reconcile()
 	if err != nil {
+		r.h.countConflicts(err)
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
 	}
 	r.plan = plan

@@ -76,9 +76,11 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 		if err != nil {
 			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
 		}
+		r.h.keepFlags(u)
 		fresh[i], scopes[i] = u, u.scope
 	}
 	if err := r.barrier.Admit(scopes...); err != nil {
+		r.h.countConflicts(err)
 		return err
 	}
 
@@ -156,6 +158,7 @@ func (r *run) replace(old, fresh []*unit) {
 	}
 	for i, f := range fresh {
 		f.depUnits = slices.Clone(old[i].depUnits)
+		f.restarts = old[i].restarts + 1
 	}
 	for _, u := range r.order {
 		for i, d := range u.depUnits {

@@ -2,12 +2,16 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -19,7 +23,9 @@ type PhaseTiming struct {
 	Duration time.Duration `json:"duration"`
 }
 
-// ComponentStatus is one component's state.
+// ComponentStatus is one component's state. Restarts counts the instances
+// of it that Restart replaced (the component restarted, or one it depends
+// on).
 type ComponentStatus struct {
 	Name         string    `json:"name"`
 	State        State     `json:"state"`
@@ -27,22 +33,27 @@ type ComponentStatus struct {
 	Since        time.Time `json:"since"`
 	Dependencies []string  `json:"dependencies,omitempty"`
 	Args         []string  `json:"args"`
+	Restarts     int       `json:"restarts,omitempty"`
 }
 
 // Status is a snapshot of the harness: its phase, each component's state,
 // how long each phase took, and the feature plan once the barrier made it.
+// Conflicts counts the conflicts of every barrier that failed in this
+// harness — Run's, and each Restart refused with a *scoping.ConflictError —
+// by kind (scoping.ConflictKind's String); nil when there were none.
 type Status struct {
 	Phase      Phase             `json:"phase"`
 	Components []ComponentStatus `json:"components"`
 	Phases     []PhaseTiming     `json:"phases"`
 	Plan       *scoping.Plan     `json:"plan,omitempty"`
+	Conflicts  map[string]int    `json:"conflicts,omitempty"`
 }
 
 // Status returns a snapshot; it is safe to call at any time, from any goroutine.
 func (h *Harness) Status() Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := Status{Phase: h.phase, Phases: slices.Clone(h.timings), Plan: h.plan}
+	st := Status{Phase: h.phase, Phases: slices.Clone(h.timings), Plan: h.plan, Conflicts: maps.Clone(h.conflicts)}
 	if st.Phase == "" {
 		st.Phase = PhaseValidate
 		if !h.running {
@@ -50,7 +61,7 @@ func (h *Harness) Status() Status {
 		}
 	}
 	for _, u := range h.units {
-		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args}
+		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts}
 		if u.err != nil {
 			cs.Error = u.err.Error()
 		}
@@ -74,12 +85,54 @@ func (s Status) Ready() bool {
 	return true
 }
 
-// Handler serves the status: /components (states, phases and their
-// timings, each component's arguments with secret values redacted:
-// RedactArgs), /features (the reconciled feature plan) and /healthz (200 when
-// every component is ready, else 503). /components and /features answer JSON,
-// or a plain-text table when the client asks for text (Accept: text/plain, or
-// ?format=text).
+// Handler serves the status of the harness, read-only (GET):
+//
+//   - /components: the phase, each component's state, the phase timings,
+//     and each component's arguments with secret values redacted
+//     (RedactArgs).
+//   - /features: the reconciled feature plan; 503 before the barrier made
+//     it.
+//   - /livez, /readyz and /healthz: k8s.io/apiserver's healthz handlers, as
+//     kube-apiserver serves them, with one check per component, named as
+//     the component. /readyz/NAME runs one check and gives its reason (404
+//     for a name that is no check); ?verbose lists every check;
+//     ?exclude=NAME (repeatable) skips one. A failing check makes the answer
+//     503 (kube-apiserver answers 500: here a failing check means not
+//     ready, never an internal error), and the list names it, its reason
+//     withheld as upstream does. livez: a component's check fails only
+//     once it Failed; pending, starting, stopping or being restarted is
+//     alive. readyz: a component's check passes only while it is Ready,
+//     and one more check, HarnessCheck, passes only while Run is in
+//     PhaseRun with at least one component, so /readyz answers 200 exactly
+//     when Status.Ready is true: not before every component started, and
+//     no longer once stopping began. healthz: the readyz checks (what
+//     /healthz always meant here).
+//   - /metrics: the metrics below, in Prometheus text format, from a
+//     k8s.io/component-base/metrics registry each Handler makes for itself
+//     (not the process's legacy registry), computed from Status at every
+//     scrape. All are ALPHA.
+//
+// The metrics:
+//
+//   - kubeharness_phase{phase}: 1 for the phase Run is in, 0 for the other
+//     phases.
+//   - kubeharness_phase_duration_seconds{phase}: how long each phase of Run
+//     that has ended took.
+//   - kubeharness_component_state{component,state}: 1 for the component's
+//     State, 0 for the other states.
+//   - kubeharness_component_restarts_total{component}: the instances of the
+//     component that Restart replaced (ComponentStatus.Restarts).
+//   - kubeharness_barrier_conflicts_total{kind}: the conflicts of every
+//     barrier that failed, Run's or a Restart's, by scoping.ConflictKind
+//     (Status.Conflicts); every kind is present, 0 when none.
+//   - kubeharness_feature_enabled{name,stage,set_by}: 1 if the kube feature
+//     is enabled in the plan the barrier made, else 0; absent before the
+//     plan. set_by is component=value for each component that set it
+//     (sorted, comma-separated), else its source: default or
+//     emulated-version.
+//
+// /components and /features answer JSON, or a plain-text table when the
+// client asks for text (Accept: text/plain, or ?format=text).
 func (h *Harness) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /components", func(w http.ResponseWriter, r *http.Request) {
@@ -119,20 +172,74 @@ func (h *Harness) Handler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, plan)
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		st := h.Status()
-		if st.Ready() {
-			fmt.Fprintln(w, "ok")
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		for _, c := range st.Components {
-			if c.State != Ready {
-				fmt.Fprintf(w, "%s: %s\n", c.Name, c.State)
-			}
-		}
-	})
+	health := &healthChecks{h: h}
+	for _, p := range []string{"/livez", "/readyz", "/healthz"} {
+		mux.Handle("GET "+p, health)
+		mux.Handle("GET "+p+"/", health)
+	}
+	mux.Handle("GET /metrics", metricsHandler(h))
 	return mux
+}
+
+// Flags returns a component's effective flags: every flag of its scope's
+// FlagSet, set by its arguments or not, by name, each value as the flag
+// prints it. They are read once, right after the component's arguments
+// were parsed (for a restarted component, its new instance's). The value
+// of a secret flag is Redacted: by RedactArgs's rule (an empty value stays
+// empty), and a flag upstream marks so (annotated "classified", as its
+// flagz handler reads it). ok is false for an unknown component or one
+// not parsed yet. The map is the caller's.
+func (h *Harness) Flags(component string) (flags map[string]string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, u := range h.units {
+		if u.c.Name() == component && u.flags != nil {
+			return maps.Clone(u.flags), true
+		}
+	}
+	return nil, false
+}
+
+// keepFlags records u's effective flags, redacted, once its scope parsed.
+func (h *Harness) keepFlags(u *unit) {
+	flags := map[string]string{}
+	u.scope.FlagSet().VisitAll(func(f *pflag.Flag) {
+		v := flagValue(f)
+		if set := f.Annotations["classified"]; len(set) > 0 || (v != "" && secretFlag(f.Name) && !isSwitch(v)) {
+			v = Redacted
+		}
+		flags[f.Name] = v
+	})
+	h.mu.Lock()
+	u.flags = flags
+	h.mu.Unlock()
+}
+
+// flagValue is the flag's value as it prints, or why it cannot print (a
+// Value whose String panics).
+func flagValue(f *pflag.Flag) (v string) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = fmt.Sprintf("<String panicked: %v>", p)
+		}
+	}()
+	return f.Value.String()
+}
+
+// countConflicts adds the conflicts of a failed barrier, if err is one.
+func (h *Harness) countConflicts(err error) {
+	var ce *scoping.ConflictError
+	if !errors.As(err, &ce) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conflicts == nil {
+		h.conflicts = map[string]int{}
+	}
+	for _, c := range ce.Conflicts {
+		h.conflicts[c.Kind.String()]++
+	}
 }
 
 func wantsText(r *http.Request) bool {

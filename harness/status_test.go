@@ -37,7 +37,7 @@ func TestStatusHandler(t *testing.T) {
 
 		code, body := get(t, handler, "/healthz", "")
 		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, body, "kube-apiserver: pending")
+		assert.Contains(t, body, "[-]kube-apiserver failed")
 		code, _ = get(t, handler, "/features", "")
 		assert.Equal(t, http.StatusServiceUnavailable, code, "no plan before the barrier")
 
@@ -46,7 +46,7 @@ func TestStatusHandler(t *testing.T) {
 
 		code, body = get(t, handler, "/healthz", "")
 		assert.Equal(t, http.StatusOK, code)
-		assert.Equal(t, "ok\n", body)
+		assert.Equal(t, "ok", body)
 
 		code, body = get(t, handler, "/components", "")
 		require.Equal(t, http.StatusOK, code)
@@ -100,9 +100,9 @@ func TestStatusHandler(t *testing.T) {
 		assert.Regexp(t, `^Bar\s+Alpha\s+true\s+false\s+flag\s+kube-scheduler --feature-gates=Bar=true$`, barLine)
 
 		require.NoError(t, stop())
-		code, body = get(t, handler, "/healthz", "")
+		code, body = get(t, handler, "/healthz/kube-apiserver", "")
 		assert.Equal(t, http.StatusServiceUnavailable, code)
-		assert.Contains(t, body, "kube-apiserver: stopped")
+		assert.Contains(t, body, "kube-apiserver is stopped")
 	})
 }
 
