@@ -4,7 +4,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/component-base/metrics"
@@ -94,24 +93,9 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	if st.Plan != nil {
 		for _, f := range st.Plan.Features {
-			send(c.featureEnabled, metrics.GaugeValue, boolValue(f.Enabled), f.Name, f.Stage, setBy(f))
+			send(c.featureEnabled, metrics.GaugeValue, boolValue(f.Enabled), f.Name, f.Stage, f.SetBy())
 		}
 	}
-}
-
-// setBy is component=value for each component that set the feature, sorted
-// and comma-separated, else the plan's source (default, emulated-version):
-// the SET-BY of the features a distro publishes.
-func setBy(f scoping.FeatureState) string {
-	if len(f.Requests) == 0 {
-		return string(f.Source)
-	}
-	parts := make([]string, len(f.Requests))
-	for i, r := range f.Requests {
-		parts[i] = r.Component + "=" + r.Value
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
 }
 
 func boolValue(b bool) float64 {

@@ -158,6 +158,24 @@ type FeatureState struct {
 	Requests        []Request `json:"requests,omitempty"`
 }
 
+// SetBy says who decided the feature in one word: component=value for each
+// component that set it, sorted and comma-separated
+// ("kube-apiserver=true,kube-scheduler=true"), else its Source ("default",
+// "emulated-version"). It is the SET-BY of the Feature objects a distro
+// publishes (components/featurepub) and the set_by label of the harness's
+// kubeharness_feature_enabled metric.
+func (f FeatureState) SetBy() string {
+	if len(f.Requests) == 0 {
+		return string(f.Source)
+	}
+	parts := make([]string, len(f.Requests))
+	for i, r := range f.Requests {
+		parts[i] = r.Component + "=" + r.Value
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
 // reconciled is what the barrier keeps of a plan it made: the plan (plain
 // data, handed out) and the live parts Apply and Admit need.
 type reconciled struct {
