@@ -2,10 +2,12 @@ package main_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,10 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -34,8 +39,7 @@ func (s *server) dynamic() dynamic.Interface {
 	return d
 }
 
-// plan is the server's feature plan from its status handler, as
-// `k3s-like features -o json` prints it.
+// plan is the server's feature plan from its status handler, by name.
 func (s *server) plan() map[string]scoping.FeatureState {
 	byName := map[string]scoping.FeatureState{}
 	plan := s.fullPlan()
@@ -45,14 +49,44 @@ func (s *server) plan() map[string]scoping.FeatureState {
 	return byName
 }
 
-// fullPlan is the server's whole plan (versions too), from `k3s-like
-// features -o json` of the server's own binary.
+// fullPlan is the server's whole plan (versions too), from its status
+// handler's /features.
 func (s *server) fullPlan() scoping.Plan {
-	out, err := exec.Command(s.binary(), "features", "--status-address="+s.statusAddress(), "-o", "json").Output()
+	resp, err := s.statusGet("/features")
 	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	require.Equal(s.t, http.StatusOK, resp.StatusCode)
 	var plan scoping.Plan
-	require.NoError(s.t, json.Unmarshal(out, &plan))
+	require.NoError(s.t, json.NewDecoder(resp.Body).Decode(&plan))
 	return plan
+}
+
+// featuresCommand runs `k3s-like features` against s with args and returns
+// its stdout; it must exit 0 with nothing on stderr.
+func (s *server) featuresCommand(args ...string) string {
+	s.t.Helper()
+	stdout, stderr, code := execute(s.t, exec.Command(binary, append([]string{"features", "--status-address=" + s.statusAddress()}, args...)...))
+	require.Equal(s.t, 0, code, "features %v: %s", args, stderr)
+	assert.Empty(s.t, stderr, "features %v", args)
+	return stdout
+}
+
+// kubectl runs `k3s-like kubectl` with s's admin kubeconfig and returns
+// its stdout; it must exit 0.
+func (s *server) kubectl(args ...string) string {
+	s.t.Helper()
+	stdout, stderr, code := execute(s.t, exec.Command(binary, append([]string{"kubectl", "--kubeconfig=" + filepath.Join(s.dataDir, "admin.kubeconfig")}, args...)...))
+	require.Equal(s.t, 0, code, "kubectl %v: %s", args, stderr)
+	return stdout
+}
+
+// rows are the lines of out split into fields.
+func rows(out string) [][]string {
+	var rows [][]string
+	for line := range strings.Lines(out) {
+		rows = append(rows, strings.Fields(line))
+	}
+	return rows
 }
 
 // features lists the Feature objects by status.name.
@@ -188,6 +222,10 @@ func TestFeatureDiscovery(t *testing.T) {
 	sched := strings.ToLower(testenv.SchedulerGate)
 	assert.Equal(t, []any{sched, "Alpha", true, false, "kube-scheduler=true"}, rows[sched][:5])
 
+	// k3s-like features: kubectl get features' rows, and the objects this
+	// server published.
+	checkFeaturesCommand(t, s, "server-a", plan)
+
 	// features check: a Deployment is served; a PodCertificateRequest of
 	// certificates.k8s.io/v1beta1 (off by default in 1.36 and 1.37, storage
 	// behind the gate PodCertificateRequest: beta and off in 1.36, GA in
@@ -282,4 +320,100 @@ func TestFeatureDiscoveryHA(t *testing.T) {
 	// The last server to publish wrote the top-level fields.
 	f := b.features()[gate]
 	assert.Len(t, serverEntries(f), 2, "B's apiserver shows the same object")
+}
+
+// checkFeaturesCommand: `k3s-like features` of s, a single server named
+// server, prints what `kubectl get features` prints of the Feature objects
+// it published (but AGE, and with the versions in -o wide), and -o yaml
+// and -o json are those objects.
+func checkFeaturesCommand(t *testing.T, s *server, server string, plan map[string]scoping.FeatureState) {
+	emulated, binaryVersion := "", ""
+	for _, f := range s.features() {
+		emulated, binaryVersion = str(f, "status", "emulationVersion"), str(f, "status", "binaryVersion")
+		break
+	}
+	require.NotEmpty(t, emulated)
+
+	// The table: no preamble, the header, then kubectl's rows but AGE.
+	table := rows(s.featuresCommand("--node-name=" + server))
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY"}, table[0])
+	kubectlTable := rows(s.kubectl("get", "features"))
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "AGE"}, kubectlTable[0])
+	require.Len(t, table, len(plan)+1)
+	require.Len(t, kubectlTable, len(table))
+	for i := range table {
+		assert.Equal(t, kubectlTable[i][:5], table[i], "row %d", i)
+	}
+	sched := strings.ToLower(testenv.SchedulerGate)
+	assert.Contains(t, table, []string{sched, "Alpha", "true", "false", "kube-scheduler=true"})
+
+	// --no-headers: only the rows.
+	noHeaders := rows(s.featuresCommand("--node-name="+server, "--no-headers"))
+	assert.Equal(t, table[1:], noHeaders)
+
+	// -o wide: kubectl's -o wide but AGE, then the emulated and binary
+	// versions.
+	wide := rows(s.featuresCommand("--node-name="+server, "-o", "wide"))
+	kubectlWide := rows(s.kubectl("get", "features", "-o", "wide"))
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "EMULATED", "BINARY"}, wide[0])
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "AGE"}, kubectlWide[0])
+	require.Len(t, wide, len(kubectlWide))
+	for i := 1; i < len(wide); i++ {
+		assert.Equal(t, append(slices.Clone(kubectlWide[i][:6]), emulated, binaryVersion), wide[i], "row %d", i)
+	}
+	assert.Equal(t, wide[1:], rows(s.featuresCommand("--node-name="+server, "-o", "wide", "--no-headers")))
+
+	// -o name: kubectl's.
+	assert.Equal(t, s.kubectl("get", "features", "-o", "name"), s.featuresCommand("-o", "name"))
+
+	// -o yaml and -o json: a FeatureList whose items are the published
+	// objects without what the apiserver adds (metadata but the name).
+	published := s.features()
+	for _, output := range []string{"yaml", "json"} {
+		var list featuresv1alpha1.FeatureList
+		require.NoError(t, yaml.UnmarshalStrict([]byte(s.featuresCommand("--node-name="+server, "-o", output)), &list), output)
+		assert.Equal(t, "features.kubeharness.io/v1alpha1", list.APIVersion, output)
+		assert.Equal(t, "FeatureList", list.Kind, output)
+		require.Len(t, list.Items, len(plan), output)
+		for _, item := range list.Items {
+			assert.Equal(t, "features.kubeharness.io/v1alpha1", item.APIVersion)
+			assert.Equal(t, "Feature", item.Kind)
+			assert.Equal(t, metav1.ObjectMeta{Name: strings.ToLower(item.Status.Name)}, item.ObjectMeta)
+			u, ok := published[item.Status.Name]
+			if !assert.True(t, ok, "%s: %s is published", output, item.Status.Name) {
+				continue
+			}
+			var got featuresv1alpha1.Feature
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got))
+			assert.Equal(t, got.Status, item.Status, "%s: %s", output, item.Status.Name)
+		}
+	}
+	// Without --node-name: this host's name, as the server's default.
+	var list featuresv1alpha1.FeatureList
+	require.NoError(t, yaml.Unmarshal([]byte(s.featuresCommand("-o", "yaml")), &list))
+	hostname, err := os.Hostname()
+	require.NoError(t, err)
+	assert.Equal(t, hostname, list.Items[0].Status.Servers[0].Server)
+}
+
+// TestFeaturesCommandErrors: an unknown -o names the value and the choices
+// before anything is asked of a server; no server is an error naming the
+// address.
+func TestFeaturesCommandErrors(t *testing.T) {
+	addr := "127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0])
+	for _, output := range []string{"xml", "jsonpath={.items}", "Table", ""} {
+		stdout, stderr, code := execute(t, exec.Command(binary, "features", "--status-address="+addr, "-o", output))
+		assert.Equal(t, 1, code, output)
+		assert.Empty(t, stdout, output)
+		assert.Equal(t, "k3s-like: -o "+output+": unknown output format; use one of table, wide, json, yaml, name\n", stderr, output)
+	}
+	for _, args := range [][]string{{}, {"-o", "yaml"}, {"--no-headers"}} {
+		stdout, stderr, code := execute(t, exec.Command(binary, append([]string{"features", "--status-address=" + addr}, args...)...))
+		assert.Equal(t, 1, code, args)
+		assert.Empty(t, stdout, args)
+		assert.Contains(t, stderr, "k3s-like: no server answers at --status-address "+addr+": ", args)
+	}
+	_, stderr, code := execute(t, exec.Command(binary, "features", "--status-address="+addr, "extra"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `unknown command "extra"`)
 }

@@ -11,9 +11,15 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"k8s.io/component-base/logs"
 )
 
 func main() {
+	if calledAsKubectl() {
+		runKubectl(os.Args[1:])
+		return
+	}
+	useVersionFlag()
 	root := &cobra.Command{
 		Use:           "k3s-like",
 		Short:         "A single-binary Kubernetes control plane built on kubeharness",
@@ -25,8 +31,10 @@ func main() {
 			return versionRequested(cmd)
 		},
 	}
-	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand())
+	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand(), newKubectlCommand())
+	logs.InitLogs() // Go's log package writes through klog: one log stream
 	err := root.Execute()
+	logs.FlushLogs()
 	if errors.As(err, new(versionPrinted)) {
 		return
 	}

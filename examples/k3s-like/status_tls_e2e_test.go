@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubeharness/kubeharness/scoping"
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 )
 
 // TestStatusTLS: with --status-tls=always (what a non-loopback
@@ -57,9 +57,9 @@ func TestStatusTLS(t *testing.T) {
 	kubeconfig := filepath.Join(s.dataDir, "admin.kubeconfig")
 	out, err := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "--status-tls=always", "--status-kubeconfig="+kubeconfig, "-o", "json").Output()
 	require.NoError(t, err)
-	var plan scoping.Plan
-	require.NoError(t, json.Unmarshal(out, &plan))
-	assert.NotEmpty(t, plan.Features)
+	var list featuresv1alpha1.FeatureList
+	require.NoError(t, json.Unmarshal(out, &list))
+	assert.NotEmpty(t, list.Items)
 	cmd := exec.Command(binary, "features", "--status-address="+s.statusAddress(), "--status-tls=always")
 	cmd.Env = append(os.Environ(), "KUBECONFIG=")
 	msg, err := cmd.CombinedOutput()

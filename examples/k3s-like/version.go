@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/component-base/version"
 )
 
@@ -61,18 +63,61 @@ type versionPrinted struct{}
 
 func (versionPrinted) Error() string { return "version printed" }
 
-// versionRequested handles --version, which is not ours: component-base's
-// verflag declares it on pflag.CommandLine when the upstream commands are
-// linked in, and cobra adds pflag.CommandLine to every command. Upstream
-// commands act on it through verflag.PrintAndExitIfRequested; this binary
-// acts on it before any command runs, for the root and every subcommand:
+// versionFlag is --version: bare (true), raw, false, or anything else,
+// which versionRequested refuses. It replaces component-base's verflag flag,
+// which the upstream packages declare on pflag.CommandLine and whose Set of
+// --version=vX.Y.Z sets the process's reported Kubernetes version
+// (version.SetDynamicVersion) while the flag is parsed; setting this one
+// changes nothing.
+type versionFlag string
+
+func (v *versionFlag) String() string { return string(*v) }
+
+// Set stores s, a boolean as pflag's (1, t, TRUE, …) normalized to true or
+// false.
+func (v *versionFlag) Set(s string) error {
+	if b, err := strconv.ParseBool(s); err == nil {
+		s = strconv.FormatBool(b)
+	}
+	*v = versionFlag(s)
+	return nil
+}
+
+func (v *versionFlag) Type() string     { return "version" }
+func (v *versionFlag) IsBoolFlag() bool { return true }
+
+// useVersionFlag swaps verflag's --version on pflag.CommandLine, which cobra
+// adds to every command, for a versionFlag: pflag cannot remove a flag, so
+// pflag.CommandLine becomes a copy of itself without verflag's. Call it
+// before any flag is parsed. Nothing in the binary reads verflag's value
+// (verflag.PrintAndExitIfRequested is upstream's commands', which it does
+// not run).
+func useVersionFlag() {
+	fs := pflag.NewFlagSet(pflag.CommandLine.Name(), pflag.ExitOnError)
+	pflag.CommandLine.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "version" {
+			fs.AddFlag(f)
+		}
+	})
+	v := versionFlag("false")
+	fs.AddFlag(&pflag.Flag{
+		Name:        "version",
+		Usage:       "Print k3s-like's version, the Kubernetes version it carries and the Go version, and quit; --version=raw prints Kubernetes' version information in full",
+		Value:       &v,
+		DefValue:    "false",
+		NoOptDefVal: "true",
+	})
+	pflag.CommandLine = fs
+}
+
+// versionRequested handles --version (versionFlag, on every command) before
+// any command runs:
 //   - --version (=true) prints versionText and stops (versionPrinted);
 //   - --version=raw prints version.Get() as upstream does, then the
 //     kubeharness version;
-//   - --version=vX.Y.Z is refused: verflag has already set it as the
-//     process's reported Kubernetes version (version.SetDynamicVersion) when
-//     the flag was parsed, and a control plane that reports a version it is
-//     not must not start.
+//   - any other value but false, e.g. component-base's --version=vX.Y.Z
+//     (which sets the reported version), is refused: a control plane that
+//     reports a version it is not must not start.
 func versionRequested(cmd *cobra.Command) error {
 	f := cmd.Flags().Lookup("version")
 	if f == nil || !f.Changed {

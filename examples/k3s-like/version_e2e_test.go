@@ -17,8 +17,9 @@ import (
 // of the minor whose source it was built from (this test is built from the
 // same modfile: version.DefaultKubeBinaryVersion), so bin/k3s-like-1.36 says
 // v1.36.x — and the kubeharness commit; on a subcommand it prints the same
-// and runs nothing; --version=raw prints upstream's raw form; a --version
-// that would change the reported version is refused before anything runs.
+// and runs nothing; --version=raw prints upstream's raw form; the help
+// offers no --version=vX.Y.Z, and a --version that would change the
+// reported version is refused before anything runs.
 func TestVersion(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
@@ -54,6 +55,16 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, out, `GitVersion:"`+stamped+`"`)
 	assert.Regexp(t, `(?m)^kubeharness: \S+$`, out)
+
+	// The flag's help offers no --version=vX.Y.Z (component-base's, which
+	// sets the reported version), on the root or a subcommand.
+	for _, args := range [][]string{{"--help"}, {"server", "--help"}} {
+		out, stderr, code = run(args...)
+		require.Equal(t, 0, code, stderr)
+		assert.Regexp(t, `(?m)^\s+--version\[=true\]\s+Print k3s-like's version, the Kubernetes version it carries and the Go version, and quit; --version=raw `, out, args)
+		assert.NotContains(t, out, "vX.Y.Z", args)
+		assert.NotContains(t, out, "sets the reported version", args)
+	}
 
 	_, stderr, code = run("--version="+stamped+"-other", "server", "--data-dir="+dataDir, "--dry-run")
 	assert.Equal(t, 1, code)
