@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,17 +266,7 @@ func Features(plan *scoping.Plan, server string) []*featuresv1alpha1.Feature {
 
 // SetBy is the SET-BY column: component=value for each component that set
 // the gate by flag, else the plan's source (default, emulated-version).
-func SetBy(fs scoping.FeatureState) string {
-	if len(fs.Requests) == 0 {
-		return string(fs.Source)
-	}
-	parts := make([]string, 0, len(fs.Requests))
-	for _, r := range fs.Requests {
-		parts = append(parts, r.Component+"="+r.Value)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
+func SetBy(fs scoping.FeatureState) string { return fs.SetBy() }
 
 // applyAll applies every Feature, Concurrency at a time, and reports how
 // many failed and the first error; it stops starting applies when ctx ends.
