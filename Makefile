@@ -143,7 +143,7 @@ generate:
 run: build
 	@mkdir -p $(DATA_DIR)
 	@echo "k3s-like: data dir $(DATA_DIR); kubeconfig $(DATA_DIR)/admin.kubeconfig"
-	@echo "k3s-like: in another shell, once it says ready: KUBECONFIG=$(DATA_DIR)/admin.kubeconfig kubectl get --raw /readyz"
+	@echo "k3s-like: in another shell, once it says ready: $(K3S_LIKE) kubectl --kubeconfig $(DATA_DIR)/admin.kubeconfig get ns"
 	$(K3S_LIKE) server --data-dir $(DATA_DIR)
 
 # The adapters for the real components (separate module; each control-plane
