@@ -24,6 +24,7 @@ type Barrier struct {
 	target        Target
 	pristine      featuregate.MutableVersionedFeatureGate // the process defaults
 	pristineSpecs map[featuregate.Feature]featuregate.VersionedSpecs
+	pristineDeps  map[featuregate.Feature][]featuregate.Feature // nil: the gate has no dependencies (component-base v0.34)
 	known         []featuregate.Feature // every feature of the pristine gate
 	logger        logr.Logger
 
@@ -54,7 +55,7 @@ func NewBarrier(t Target, opts ...Option) (*Barrier, error) {
 		return nil, err
 	}
 	pristine := t.Gate.DeepCopy()
-	b := &Barrier{target: t, pristine: pristine, pristineSpecs: pristine.GetAllVersioned(), logger: klog.Background()}
+	b := &Barrier{target: t, pristine: pristine, pristineSpecs: pristine.GetAllVersioned(), pristineDeps: dependencies(pristine), logger: klog.Background()}
 	for name := range b.pristineSpecs {
 		b.known = append(b.known, name)
 	}
@@ -596,9 +597,15 @@ func (b *Barrier) Apply(plan *Plan) error {
 	if len(b.scopes) != len(p.Components) {
 		return fmt.Errorf("scoping: %d scopes exist but the plan reconciled %d; reconcile again", len(b.scopes), len(p.Components))
 	}
-	check := b.target.Gate.DeepCopy()
-	if err := b.resetAndSet(check, p); err != nil {
-		return fmt.Errorf("scoping: the process feature gate changed since the plan was made and no longer accepts it: %w", err)
+	// Reconcile validated the plan on a copy of the base gate. If the
+	// process gate's features, specs and dependencies are still the base's,
+	// the same plan cannot fail on it; otherwise it is validated again on a
+	// copy first, so that a failure changes nothing.
+	if !b.targetUnchanged() {
+		check := b.target.Gate.DeepCopy()
+		if err := b.resetAndSet(check, p); err != nil {
+			return fmt.Errorf("scoping: the process feature gate changed since the plan was made and no longer accepts it: %w", err)
+		}
 	}
 	if b.target.ApplyLogging != nil {
 		if err := b.target.ApplyLogging(p.Logging); err != nil {
@@ -619,6 +626,58 @@ func (b *Barrier) Apply(plan *Plan) error {
 	b.logger.Info("Barrier applied", "components", p.Components, "emulationVersion", p.EmulationVersion,
 		"minCompatibilityVersion", p.MinCompatibilityVersion, "overrides", len(p.Overrides))
 	return nil
+}
+
+// targetUnchanged reports whether the process gate has the features,
+// versioned specs and dependencies it had when the barrier was made: then
+// resetting it and setting a plan does exactly what Reconcile did on the
+// copy it validated the plan on. (Values and versions do not count:
+// resetAndSet replaces them.)
+func (b *Barrier) targetUnchanged() bool {
+	specs := b.target.Gate.GetAllVersioned()
+	if len(specs) != len(b.pristineSpecs) {
+		return false
+	}
+	for name, vs := range specs {
+		if !specsEqual(vs, b.pristineSpecs[name]) {
+			return false
+		}
+	}
+	deps := dependencies(b.target.Gate)
+	if len(deps) != len(b.pristineDeps) {
+		return false
+	}
+	for name, d := range deps {
+		if !slices.Equal(d, b.pristineDeps[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// specsEqual compares two features' versioned specs field by field.
+func specsEqual(a, b featuregate.VersionedSpecs) bool {
+	return slices.EqualFunc(a, b, func(x, y featuregate.FeatureSpec) bool {
+		if x.Default != y.Default || x.LockToDefault != y.LockToDefault || x.PreRelease != y.PreRelease {
+			return false
+		}
+		if x.Version == nil || y.Version == nil {
+			return x.Version == y.Version
+		}
+		return x.Version.EqualTo(y.Version)
+	})
+}
+
+// dependencies are the gate's feature dependencies (component-base v0.35
+// and later), nil without.
+func dependencies(g featuregate.FeatureGate) map[featuregate.Feature][]featuregate.Feature {
+	dg, ok := g.(interface {
+		Dependencies() map[featuregate.Feature][]featuregate.Feature
+	})
+	if !ok {
+		return nil
+	}
+	return dg.Dependencies()
 }
 
 // resetAndSet puts a gate's values back at their defaults (what an earlier

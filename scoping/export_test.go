@@ -17,3 +17,7 @@ func GateMinCompatibilityVersion(g featuregate.MutableVersionedFeatureGate) *ver
 	}
 	return nil
 }
+
+// TargetUnchanged is targetUnchanged, for the test of when Apply skips its
+// validation copy.
+func (b *Barrier) TargetUnchanged() bool { return b.targetUnchanged() }
