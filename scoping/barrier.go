@@ -25,7 +25,7 @@ type Barrier struct {
 	pristine      featuregate.MutableVersionedFeatureGate // the process defaults
 	pristineSpecs map[featuregate.Feature]featuregate.VersionedSpecs
 	pristineDeps  map[featuregate.Feature][]featuregate.Feature // nil: the gate has no dependencies (component-base v0.34)
-	known         []featuregate.Feature // every feature of the pristine gate
+	known         []featuregate.Feature                         // every feature of the pristine gate
 	logger        logr.Logger
 
 	mu      sync.Mutex
