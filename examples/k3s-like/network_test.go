@@ -164,3 +164,17 @@ func TestWriteKubeconfigShortFlag(t *testing.T) {
 	_, err = os.Stat(path)
 	assert.True(t, os.IsNotExist(err), "parsing writes nothing")
 }
+
+// TestParseMemoryLimit: a quantity of bytes, at least 64Mi; anything else
+// names the flag and the value.
+func TestParseMemoryLimit(t *testing.T) {
+	for in, want := range map[string]int64{"": 0, "512Mi": 512 << 20, "1G": 1e9, "2Gi": 2 << 30} {
+		got, err := parseMemoryLimit(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"lots", "-1Gi", "0", "1Mi", "1.5"} {
+		_, err := parseMemoryLimit(bad)
+		assert.ErrorContains(t, err, "--memory-limit="+bad+": want", bad)
+	}
+}

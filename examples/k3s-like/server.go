@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,6 +25,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/version"
 	basever "k8s.io/component-base/version"
 
@@ -51,6 +53,7 @@ type serverOptions struct {
 	clusterDomain     string
 	net               network // resolved from the flags above by run
 	logging           logging
+	memoryLimit       string
 	httpsPort         int
 	apiserverArgs     []string
 	schedulerArgs     []string
@@ -137,6 +140,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f.StringVar(&o.logging.vmodule, "vmodule", "", "Per-file log verbosity, pattern=N,... (klog's), for the whole process")
 	f.StringVar(&o.logging.format, "logging-format", "", "Log format for the whole process, text or json: the server's own lines, the harness, the components and embedded etcd (default text)")
 	f.StringVarP(&o.logging.file, "log", "l", "", "Write the log here (appended, created 0600) instead of stderr")
+	f.StringVar(&o.memoryLimit, "memory-limit", "", "Go's soft memory limit for the whole process (a quantity: 512Mi, 1G): the garbage collector works harder near it instead of letting the heap grow; default none (also $GOMEMLIMIT)")
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
@@ -352,6 +356,10 @@ func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
 	if _, err := parseFileMode(o.kubeconfigMode); err != nil {
 		return err
 	}
+	limit, err := parseMemoryLimit(o.memoryLimit)
+	if err != nil {
+		return err
+	}
 	if !o.dryRun {
 		if err := checkWritable(o.dataDir); err != nil {
 			return err
@@ -367,6 +375,9 @@ func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
 	}
 
 	log := logger()
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
 	// The harness's lines from before the barrier wait for the format it
 	// configures (heldLogs).
 	var release func()
@@ -634,6 +645,23 @@ func defaultDataDir(euid int, home string) string {
 		return "/var/lib/k3s-like"
 	}
 	return filepath.Join(home, ".k3s-like")
+}
+
+// parseMemoryLimit parses --memory-limit, a Kubernetes quantity of bytes;
+// 0 for "".
+func parseMemoryLimit(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return 0, fmt.Errorf("--memory-limit=%s: want a size in bytes such as 512Mi or 1G", s)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n < 64<<20 {
+		return 0, fmt.Errorf("--memory-limit=%s: want at least 64Mi: below that the garbage collector would run all the time", s)
+	}
+	return n, nil
 }
 
 // parseFileMode parses --write-kubeconfig-mode: octal permission bits, as
