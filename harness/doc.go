@@ -38,6 +38,19 @@
 // stack. Run returns only after every goroutine it started has returned,
 // except those of a component that overran its stop deadline.
 //
+// Each component's code runs under the pprof label component=<its name>
+// (ProfileLabel), set with runtime/pprof.Do: its Run, Ready and Stop — a
+// restarted instance's too — and its AddFlags and parse in the parse phase.
+// Every goroutine started from them, directly or not, keeps the label for
+// life. A CPU profile of the process (net/http/pprof's
+// /debug/pprof/profile, say) then splits by component (go tool pprof -tags,
+// or -tagfocus=component=kube-scheduler), and a goroutine profile counts
+// each component's goroutines. The harness's own goroutines and the
+// AfterBarrier hooks carry no component label; nor does work a component
+// hands to a goroutine that was started outside its code (a process-wide
+// pool, a package's init), which shows up unlabelled. Heap profiles carry
+// no labels at all (a Go limitation).
+//
 // While Run is in PhaseRun, Restart stops one component (and whatever
 // depends on it) and starts a new instance with new arguments, the others
 // running on; a restart that would change a process-wide setting is refused

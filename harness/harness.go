@@ -27,6 +27,13 @@ const (
 // component, the barrier, ordered start with readiness, first failure stops
 // the rest, reverse stop with deadlines. The zero value is ready to use: Add
 // components, then Run once.
+//
+// Each component's Run, Ready and Stop (a restarted instance's too), and
+// its AddFlags and parse in Run's parse phase, run under the pprof label
+// ProfileLabel=<its name> (runtime/pprof.Do), and so does every goroutine
+// they start: a CPU or goroutine profile of the process says which component
+// a sample belongs to. The harness's own goroutines and the AfterBarrier
+// hooks carry no component label.
 type Harness struct {
 	// Target is the process-wide state the barrier applies to; nil means
 	// scoping.ProcessTarget().
@@ -354,10 +361,12 @@ func (r *run) parse() error {
 		wg.Go(func() {
 			r.setState(u, Parsing, nil)
 			err := safely(func() error {
-				if err := u.c.AddFlags(u.scope); err != nil {
-					return err
-				}
-				return u.scope.Parse(u.args)
+				return labelled(r.ctx, u.c.Name(), func(context.Context) error {
+					if err := u.c.AddFlags(u.scope); err != nil {
+						return err
+					}
+					return u.scope.Parse(u.args)
+				})
 			})
 			if err != nil {
 				errs[i] = &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
@@ -439,7 +448,7 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
 	rctx, cancel := context.WithTimeout(r.componentContext(ctx, u), timeout)
 	defer cancel()
-	err, abandoned := await(rctx, func() error { return rd.Ready(rctx) })
+	err, abandoned := await(rctx, func() error { return labelled(rctx, u.c.Name(), rd.Ready) })
 	switch {
 	case err == nil && !abandoned:
 		r.setState(u, Ready, nil)
@@ -517,7 +526,7 @@ func (r *run) launch(u *unit) {
 	u.done = make(chan struct{})
 	go func() {
 		defer close(u.done)
-		err := safely(func() error { return u.c.Run(ctx) })
+		err := safely(func() error { return labelled(ctx, u.c.Name(), u.c.Run) })
 		u.runErr = err
 		r.h.mu.Lock()
 		stopping, phase := u.stopping, PhaseRun
@@ -601,7 +610,7 @@ func (r *run) stopUnit(u *unit, timeout time.Duration) error {
 	} else {
 		share := timeout / 2
 		sctx, cancel := context.WithTimeout(r.componentContext(context.WithoutCancel(r.ctx), u), share)
-		errc := call(func() error { return s.Stop(sctx) })
+		errc := call(func() error { return labelled(sctx, u.c.Name(), s.Stop) })
 		select {
 		case stopErr = <-errc:
 			u.cancel(errStopping)

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-logr/logr v1.4.4
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/kubeharness/kubeharness v0.0.0
 	github.com/kubeharness/kubeharness/components v0.0.0
 	github.com/spf13/cobra v1.10.2

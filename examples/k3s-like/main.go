@@ -31,7 +31,7 @@ func main() {
 			return versionRequested(cmd)
 		},
 	}
-	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand(), newKubectlCommand())
+	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand(), newKubectlCommand(), newTopCommand())
 	logs.InitLogs() // Go's log package writes through klog: one log stream
 	err := root.Execute()
 	logs.FlushLogs()

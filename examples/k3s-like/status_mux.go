@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"sync"
 
@@ -18,7 +19,7 @@ import (
 
 // statusPaths are the paths statusHandler serves, as /statusz lists them.
 func statusPaths() []string {
-	return []string{"/components", "/features", "/flagz", "/healthz", "/leader-election", "/livez", "/metrics", "/readyz", "/statusz"}
+	return []string{"/components", "/debug/pprof", "/features", "/flagz", "/healthz", "/leader-election", "/livez", "/metrics", "/readyz", "/statusz"}
 }
 
 // statusHandler is what --status-address serves: the harness status handler
@@ -35,6 +36,10 @@ func statusPaths() []string {
 //     for a name that is no component; 503 until its flags are parsed.
 //   - /statusz: the process's start, uptime, Go, binary and emulated
 //     versions and these paths, as upstream's statusz, for "k3s-like".
+//   - /debug/pprof/: net/http/pprof's profiles of the process (`k3s-like
+//     top`), each component's goroutines labelled component=<name>; not
+//     /debug/pprof/cmdline (404), which would show the arguments
+//     unredacted.
 func (o *serverOptions) statusHandler(cp *controlPlane) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", cp.h.Handler())
@@ -56,6 +61,21 @@ func (o *serverOptions) statusHandler(cp *controlPlane) http.Handler {
 		statusz.Install(installer(func(_ string, h http.Handler) { handler = h }), "k3s-like", reg)
 		handler.ServeHTTP(w, r)
 	})
+	// /debug/pprof: net/http/pprof's handlers, for `k3s-like top` and go
+	// tool pprof: the index, every runtime profile by name through it
+	// (heap, goroutine, allocs, block, mutex, threadcreate), profile (CPU),
+	// trace and symbol. The harness labels each component's goroutines
+	// component=<name> (harness.ProfileLabel). Not /debug/pprof/cmdline:
+	// the process's arguments may carry a --token or another secret
+	// (/components shows them redacted). pprof.Index would answer 404 for
+	// it anyway (no runtime profile has that name); the route says so
+	// explicitly. The index page still lists a cmdline link.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", http.NotFound)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol) // go tool pprof asks so
 	return mux
 }
 
