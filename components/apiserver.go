@@ -18,6 +18,7 @@ import (
 	kasopts "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/capabilities"
 
+	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -51,6 +52,13 @@ func (a *APIServer) Name() string { return APIServerName }
 
 // Renew returns a new, unstarted kube-apiserver, for harness.Restart.
 func (a *APIServer) Renew() harness.Component { return NewAPIServer() }
+
+// StartsEarly is harness.EarlyStarter's: kube-apiserver starts while
+// embedded etcd (etcd.Name) is still coming up, as the upstream binary does
+// next to an etcd started at the same time: it builds its configuration,
+// admission and storage while etcd elects itself, and its storage clients
+// retry until etcd answers. Its readiness still waits for etcd's.
+func (a *APIServer) StartsEarly(dependency string) bool { return dependency == etcd.Name }
 
 // AddFlags creates upstream's options with the scope's registry (so that
 // --feature-gates, --emulated-version and --min-compatibility-version bind to

@@ -16,8 +16,22 @@ type Component interface {
 	AddFlags(s *scoping.Scope) error
 	// Run blocks until ctx is cancelled (return nil) or the component fails
 	// (return the error). It is called only after the barrier applied and
-	// every dependency reported ready.
+	// every dependency reported ready (for an EarlyStarter, the ones it
+	// starts early: were started).
 	Run(ctx context.Context) error
+}
+
+// EarlyStarter is implemented by components whose Run tolerates some
+// dependencies being started but not ready yet — it waits for them or
+// retries, as the upstream binaries do when a supervisor starts them all at
+// once (kube-apiserver while etcd elects itself a leader). For such a
+// dependency the harness calls Run as soon as the dependency's Run was
+// called, so that their start-ups overlap; Ready is still called only once
+// every dependency is ready (ReadyTimeout counts from then), and the stop
+// order does not change. StartsEarly is called once per dependency (its
+// name), when the component starts.
+type EarlyStarter interface {
+	StartsEarly(dependency string) bool
 }
 
 // Readier is implemented by components that are not ready as soon as Run is

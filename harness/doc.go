@@ -22,10 +22,14 @@
 //     or the barrier finds conflicts, no component's Run is ever called.
 //   - start: each component waits until its dependencies are ready, then its
 //     Run is called in a goroutine of its own and its Ready (if it is a
-//     Readier) is awaited, bounded by ReadyTimeout.
+//     Readier) is awaited, bounded by ReadyTimeout. An EarlyStarter's Run is
+//     called as soon as the dependencies it names were started (their
+//     start-ups overlap); its Ready still waits for them to be ready.
 //   - run: wait for ctx to end or the first failure: an error or panic in a
 //     Run, a Run that returns early, a Ready that fails or times out.
-//   - stop: in reverse dependency order, each started component gets Stop (if
+//   - stop: in reverse dependency order — a component once every component
+//     depending on it has stopped, so components that do not depend on each
+//     other stop concurrently — each started component gets Stop (if
 //     it is a Stopper) with half of StopTimeout, then its context is
 //     cancelled (at the latest when Stop's half ends), and the harness waits
 //     for its Run to return until StopTimeout. A Ready, Stop or Run that

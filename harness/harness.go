@@ -85,6 +85,7 @@ type unit struct {
 	depUnits []*unit
 	scope    *scoping.Scope
 	ready    chan struct{} // closed when Ready returned nil
+	launched chan struct{} // closed when Run was called
 	done     chan struct{} // closed when Run returned; nil until Run was called
 	cancel   context.CancelCauseFunc
 	runErr   error // Run's result, valid once done is closed
@@ -107,7 +108,7 @@ func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
 	if h.running || h.phase == PhaseDone {
 		return errors.New("harness: Add after Run")
 	}
-	h.units = append(h.units, &unit{c: c, args: slices.Clone(args), deps: slices.Clone(dependsOn), ready: make(chan struct{})})
+	h.units = append(h.units, &unit{c: c, args: slices.Clone(args), deps: slices.Clone(dependsOn), ready: make(chan struct{}), launched: make(chan struct{})})
 	return nil
 }
 
@@ -430,15 +431,29 @@ func (r *run) start() error {
 }
 
 func (r *run) startUnit(ctx context.Context, u *unit) error {
+	early, _ := u.c.(EarlyStarter)
 	for _, d := range u.depUnits {
+		wait := d.ready
+		if early != nil && early.StartsEarly(d.c.Name()) {
+			wait = d.launched
+		}
 		select {
-		case <-d.ready:
+		case <-wait:
 		case <-ctx.Done():
 			return nil // another component failed, or the caller cancelled
 		}
 	}
 	r.setState(u, Starting, nil)
 	r.launch(u)
+	// An early start overlaps the start-ups; Ready is asked once every
+	// dependency is ready, as for any other component.
+	for _, d := range u.depUnits {
+		select {
+		case <-d.ready:
+		case <-ctx.Done():
+			return nil // launched: the stop phase stops it
+		}
+	}
 	rd, ok := u.c.(Readier)
 	if !ok {
 		r.setState(u, Ready, nil)
@@ -524,6 +539,7 @@ func (r *run) launch(u *unit) {
 	var ctx context.Context
 	ctx, u.cancel = context.WithCancelCause(r.componentContext(context.WithoutCancel(r.ctx), u))
 	u.done = make(chan struct{})
+	close(u.launched)
 	go func() {
 		defer close(u.done)
 		err := safely(func() error { return labelled(ctx, u.c.Name(), u.c.Run) })
@@ -552,24 +568,50 @@ func (r *run) wait() error {
 	return nil
 }
 
-// stop stops the components that were launched, in reverse dependency order,
-// each within StopTimeout.
+// stop stops the components that were launched, in reverse dependency
+// order, each within StopTimeout: a component stops once every component
+// that depends on it has stopped, so components that do not depend on each
+// other stop at the same time (kube-scheduler and kube-controller-manager,
+// which both depend only on kube-apiserver). The whole stop then takes the
+// longest chain of stops, not their sum.
 func (r *run) stop() error {
-	for _, u := range slices.Backward(r.order) {
-		if u.done == nil {
-			r.h.mu.Lock()
-			failed := u.state == Failed
-			r.h.mu.Unlock()
-			if !failed {
-				r.setState(u, Stopped, nil) // never started
-			}
-			continue
-		}
-		if err := r.stopLaunched(u); err != nil {
-			r.addErr(err)
+	stopped := make(map[*unit]chan struct{}, len(r.order))
+	dependents := make(map[*unit][]*unit, len(r.order))
+	for _, u := range r.order {
+		stopped[u] = make(chan struct{})
+		for _, d := range u.depUnits {
+			dependents[d] = append(dependents[d], u)
 		}
 	}
+	var wg sync.WaitGroup
+	for _, u := range slices.Backward(r.order) {
+		wg.Go(func() {
+			defer close(stopped[u])
+			for _, d := range dependents[u] {
+				<-stopped[d]
+			}
+			r.stopOne(u)
+		})
+	}
+	wg.Wait()
 	return nil
+}
+
+// stopOne stops u if it was launched, else marks it stopped (unless it
+// failed).
+func (r *run) stopOne(u *unit) {
+	if u.done == nil {
+		r.h.mu.Lock()
+		failed := u.state == Failed
+		r.h.mu.Unlock()
+		if !failed {
+			r.setState(u, Stopped, nil) // never started
+		}
+		return
+	}
+	if err := r.stopLaunched(u); err != nil {
+		r.addErr(err)
+	}
 }
 
 // stopLaunched stops a component whose Run was called, within StopTimeout,

@@ -57,7 +57,7 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 	fresh := make([]*unit, len(set))
 	scopes := make([]*scoping.Scope, len(set))
 	for i, old := range set {
-		u := &unit{c: old.c.(Renewer).Renew(), args: old.args, deps: old.deps, ready: make(chan struct{})}
+		u := &unit{c: old.c.(Renewer).Renew(), args: old.args, deps: old.deps, ready: make(chan struct{}), launched: make(chan struct{})}
 		if i == 0 {
 			u.args = slices.Clone(args)
 		}
@@ -68,10 +68,12 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
 		}
 		err := safely(func() error {
-			if err := u.c.AddFlags(u.scope); err != nil {
-				return err
-			}
-			return u.scope.Parse(u.args)
+			return labelled(r.ctx, u.c.Name(), func(context.Context) error {
+				if err := u.c.AddFlags(u.scope); err != nil {
+					return err
+				}
+				return u.scope.Parse(u.args)
+			})
 		})
 		if err != nil {
 			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
