@@ -99,9 +99,14 @@ fuzz:
 # One process against four, side by side on this machine: builds the upstream
 # binaries and etcd from the versions components/go.mod pins (bench/out/,
 # git-ignored), runs k3s-like (A) and etcd + the three upstream binaries (B)
-# alternately, and writes bench/RESULTS.md with the go test -bench results
-# of the barrier (scoped versus shared registry). Not part of `make test`;
-# fails if any run is not ready or leaves a Pod unbound.
+# alternately at each scale of BENCH_SCALES (Pods: 150, 1500 and 5000 run
+# over 10, 50 and 100 fake Nodes whose Leases the driver keeps fresh),
+# BENCH_PAIRS A/B pairs per scale, and writes bench/RESULTS.md (tables per
+# scale, the go test -bench results of the barrier, scoped versus shared
+# registry) and its charts bench/rss.svg and bench/cpu.svg. Not part of
+# `make test`; fails, naming the scale and the run, if any run is not ready
+# or leaves a Pod unbound. The defaults take about 20 minutes on 2 cores.
+BENCH_SCALES ?= 150,1500,5000
 BENCH_PAIRS ?= 3
 bench: build
 	mkdir -p bench/out
@@ -115,7 +120,7 @@ bench: build
 	  echo 'Real kube gate and the real adapters (components module), `go test ./components/ -bench BenchmarkBarrier -count 6`:'; echo; echo '```'; \
 	  (cd components && $(GO) test -run '^$$' -bench BenchmarkBarrier -benchtime 30x -count 6 -ldflags "$(K8S_LDFLAGS)" . | grep -E '^Benchmark'); echo '```'; \
 	} > bench/out/gobench.md
-	./bench/out/bench -pairs $(BENCH_PAIRS) -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
+	./bench/out/bench -scales $(BENCH_SCALES) -pairs $(BENCH_PAIRS) -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
 		-kube-apiserver bench/out/kube-apiserver -kube-scheduler bench/out/kube-scheduler \
 		-kube-controller-manager bench/out/kube-controller-manager -out bench/RESULTS.md -extra bench/out/gobench.md
 

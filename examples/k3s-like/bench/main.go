@@ -1,11 +1,15 @@
 // Command bench measures, side by side on one machine, the k3s-like single
 // process (A) against the upstream way (B): etcd and the real
 // kube-apiserver, kube-scheduler and kube-controller-manager binaries as
-// four processes with the same flags, certificates and port layout. It
-// alternates A B A B … and writes a Markdown report. Any run that does not
-// reach ready or leaves a Pod unbound fails the whole benchmark.
+// four processes with the same flags, certificates and port layout. At
+// each scale of the workload (-scales: Pods over fake Nodes whose Leases
+// the driver keeps fresh) it alternates A B A B … (-pairs), then writes a
+// Markdown report with a table per scale and two SVG charts, RSS and CPU
+// against Pods. Any run that does not reach ready or leaves a Pod unbound
+// fails the whole benchmark, naming the scale and the run.
 //
-// Run it with `make bench`, which builds the binaries first.
+// Run it with `make bench` (BENCH_SCALES, BENCH_PAIRS), which builds the
+// binaries first.
 package main
 
 import (
@@ -20,19 +24,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
@@ -42,10 +43,12 @@ import (
 	"github.com/kubeharness/kubeharness/harness"
 )
 
+// config is the command line.
 type config struct {
 	k3sLike, etcd, apiserver, scheduler, kcm string
 	pairs                                    int
-	nodes, deployments, replicas             int
+	scales                                   []scale
+	scalesFlag                               string // -scales as given
 	out                                      string
 	extra                                    string // appended verbatim to the report (go test -bench results)
 }
@@ -57,14 +60,19 @@ func main() {
 	flag.StringVar(&c.apiserver, "kube-apiserver", "bench/out/kube-apiserver", "")
 	flag.StringVar(&c.scheduler, "kube-scheduler", "bench/out/kube-scheduler", "")
 	flag.StringVar(&c.kcm, "kube-controller-manager", "bench/out/kube-controller-manager", "")
-	flag.IntVar(&c.pairs, "pairs", 3, "A/B pairs, alternated")
-	flag.IntVar(&c.nodes, "nodes", 10, "Node objects of the workload")
-	flag.IntVar(&c.deployments, "deployments", 50, "Deployments of the workload")
-	flag.IntVar(&c.replicas, "replicas", 3, "replicas per Deployment")
-	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "the report")
+	flag.IntVar(&c.pairs, "pairs", 3, "A/B pairs per scale, alternated")
+	flag.StringVar(&c.scalesFlag, "scales", "150,1500,5000", "the workload's scales, by Pods (comma-separated): 150, 1500 and 5000 are 10, 50 and 100 Nodes; another count N gets max(3, N/50) Nodes")
+	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "the report; the charts (rss.svg, cpu.svg) are written next to it")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
 	flag.Parse()
-	if err := run(c); err != nil {
+	var err error
+	if c.scales, err = parseScales(c.scalesFlag); err == nil && c.pairs < 1 {
+		err = errors.New("-pairs must be at least 1")
+	}
+	if err == nil {
+		err = run(c)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: FAILED:", err)
 		os.Exit(1)
 	}
@@ -72,30 +80,60 @@ func main() {
 
 // result is one measured run.
 type result struct {
-	kind          string // A or B
-	toReady       time.Duration
-	rssReady      int64 // KiB, summed over the processes
-	rssLoaded     int64
-	cpu           time.Duration
-	stop          time.Duration
-	workload      time.Duration
-	harnessPhases time.Duration // A only: validate + parse + barrier
+	kind     string // A or B
+	scale    scale
+	pair     int // from 1
+	toReady  time.Duration
+	workload time.Duration // first Node created → every Pod bound
+	stop     time.Duration
+	// KiB summed over the processes: VmRSS, and RssAnon of it, at ready
+	// and once every Pod is bound.
+	rssReady, anonReady, rssLoaded, anonLoaded int64
+	// utime+stime summed over the processes at ready, when the workload
+	// starts and once every Pod is bound; and per process (by binary name)
+	// at the last two.
+	cpuReady, cpuStart, cpuLoaded time.Duration
+	procCPUStart, procCPULoaded   map[string]time.Duration
+	latency                       histogram // the workload window's non-long-running requests
+	harnessPhases                 time.Duration
+	componentCPU                  map[string]time.Duration // A: the hook's split of the workload's CPU, nil without
+	otherCPU                      time.Duration            // CPU of the machine's other processes, exec → every Pod bound
 }
 
+// p99 is the apiserver's request latency p99 over the workload window, s.
+func (r result) p99() float64 { return r.latency.quantile(0.99) }
+
+// run measures every scale's pairs, then writes the charts and the report.
 func run(c config) error {
+	load0 := loadAverage()
+	if w := loadWarning(load0); w != "" {
+		fmt.Fprintln(os.Stderr, "bench: warning:", w)
+	}
 	var results []result
-	for i := range c.pairs {
-		for _, kind := range []string{"A", "B"} {
-			fmt.Fprintf(os.Stderr, "bench: pair %d, run %s\n", i+1, kind)
-			r, err := measure(c, kind)
-			if err != nil {
-				return fmt.Errorf("pair %d run %s: %w", i+1, kind, err)
+	t0 := time.Now()
+	for _, s := range c.scales {
+		for i := range c.pairs {
+			for _, kind := range []string{"A", "B"} {
+				fmt.Fprintf(os.Stderr, "bench: %s, pair %d, run %s (%s into the bench)\n", s, i+1, kind, time.Since(t0).Round(time.Second))
+				r, err := measure(c, kind, s)
+				if err != nil {
+					return fmt.Errorf("scale %d Pods, pair %d, run %s: %w", s.pods(), i+1, kind, err)
+				}
+				r.pair = i + 1
+				fmt.Fprintf(os.Stderr, "bench: %s ready %s, RSS %d/%d MiB (anon %d/%d), CPU %s/%s, all bound in %s, p99 %.0f ms over %.0f requests, stop %s, other processes %s\n",
+					kind, r.toReady.Round(time.Millisecond), r.rssReady/1024, r.rssLoaded/1024, r.anonReady/1024, r.anonLoaded/1024,
+					r.cpuReady.Round(10*time.Millisecond), r.cpuLoaded.Round(10*time.Millisecond), r.workload.Round(time.Millisecond),
+					1000*r.p99(), r.latency.count(), r.stop.Round(time.Millisecond), r.otherCPU.Round(10*time.Millisecond))
+				results = append(results, r)
 			}
-			fmt.Fprintf(os.Stderr, "bench: %s ready %s, RSS %d/%d MiB, CPU %s, stop %s\n", kind, r.toReady.Round(time.Millisecond), r.rssReady/1024, r.rssLoaded/1024, r.cpu.Round(time.Millisecond), r.stop.Round(time.Millisecond))
-			results = append(results, r)
 		}
 	}
-	report, err := render(c, results)
+	dir := filepath.Dir(c.out)
+	charts, err := drawCharts(dir, results)
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	report, err := render(c, results, charts, time.Since(t0), load0)
 	if err != nil {
 		return err
 	}
@@ -104,6 +142,26 @@ func run(c config) error {
 	}
 	fmt.Print(report)
 	return nil
+}
+
+// loadAverage is /proc/loadavg's 1, 5 and 15-minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// loadWarning says when the machine is busy before the bench starts (the
+// 1-minute load average above half the CPUs); "" otherwise.
+func loadWarning(load string) string {
+	first, _, _ := strings.Cut(load, " ")
+	if l, err := strconv.ParseFloat(first, 64); err == nil && l > float64(runtime.NumCPU())/2 {
+		return fmt.Sprintf("load average %.2f on %d CPUs before the bench: the figures will include other processes' contention", l, runtime.NumCPU())
+	}
+	return ""
 }
 
 // ports of one run, all loopback.
@@ -116,6 +174,12 @@ func freePorts() (ports, error) {
 	}
 	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}, nil
 }
+
+// Client QPS and burst of the scheduler and the controller-manager, the
+// same in A and B: the defaults (scheduler 50/100, controller-manager
+// 20/30) would make the 5,000-Pod scale take minutes of client-side
+// throttling (one Pod creation and one binding per Pod, and their events).
+const componentQPS, componentBurst = "200", "400"
 
 // serverArgs are the k3s-like flags of a run; B takes its components' flags
 // from `--dry-run` of the same, so both run exactly the same flags.
@@ -131,11 +195,16 @@ func serverArgs(dir string, p ports) []string {
 		// Leader election on in both, so that "ready" includes both leases.
 		"--kube-scheduler-arg=leader-elect=true",
 		"--kube-controller-manager-arg=leader-elect=true",
+		"--kube-scheduler-arg=kube-api-qps=" + componentQPS,
+		"--kube-scheduler-arg=kube-api-burst=" + componentBurst,
+		"--kube-controller-manager-arg=kube-api-qps=" + componentQPS,
+		"--kube-controller-manager-arg=kube-api-burst=" + componentBurst,
 	}
 }
 
-func measure(c config, kind string) (result, error) {
-	r := result{kind: kind}
+// measure runs A or B once at scale s: start, ready, the workload, stop.
+func measure(c config, kind string, s scale) (result, error) {
+	r := result{kind: kind, scale: s}
 	dir, err := os.MkdirTemp("", "kubeharness-bench-"+kind+"-")
 	if err != nil {
 		return r, err
@@ -145,8 +214,17 @@ func measure(c config, kind string) (result, error) {
 	if err != nil {
 		return r, err
 	}
+	var args map[string][]string
+	if kind == "B" {
+		// B's flags, before the clock starts: a supervisor of B has them
+		// in its configuration.
+		if args, err = upstreamArgs(c, dir, p); err != nil {
+			return r, err
+		}
+	}
 	var procs []*exec.Cmd
 	logs := &procLogs{}
+	machine0, self0 := machineBusy(), selfCPU()
 	start := time.Now()
 	switch kind {
 	case "A":
@@ -157,43 +235,91 @@ func measure(c config, kind string) (result, error) {
 		}
 		procs = append(procs, cmd)
 	case "B":
-		procs, err = startUpstream(c, dir, p, logs)
+		procs, err = startUpstream(c, args, dir, p, logs)
 		if err != nil {
 			killAll(procs)
-			return r, err
+			return r, fmt.Errorf("%w\n--- last log lines ---\n%s", err, logs.tails(20))
 		}
 	}
 	defer killAll(procs)
+	failed := func(what string, err error) error {
+		return fmt.Errorf("%s: %w\n--- last log lines ---\n%s", what, err, logs.tails(20))
+	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+s.boundTimeout())
 	defer cancel()
 	kubeconfig := datadir.PKI(dir).AdminKubeconfig() // the server's layout, in A and B
-	err = waitFile(ctx, kubeconfig, procs)
+	readyCtx, readyCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer readyCancel()
+	err = waitFile(readyCtx, kubeconfig, procs)
 	var client *kubernetes.Clientset
 	var restCfg *rest.Config
 	if err == nil {
 		client, restCfg, err = adminClient(kubeconfig)
 	}
 	if err == nil {
-		err = waitReady(ctx, client, restCfg, p, procs)
+		err = waitReady(readyCtx, client, restCfg, p, procs)
 	}
 	if err != nil {
-		return r, fmt.Errorf("%w\n--- last log lines ---\n%s", err, logs.tails(20))
+		return r, failed("not ready", err)
 	}
 	r.toReady = time.Since(start)
-	r.rssReady = rss(procs)
+	r.rssReady, r.anonReady = rss(procs)
+	r.cpuReady = sum(procCPU(procs))
 	if kind == "A" {
 		if r.harnessPhases, err = harnessPhases(p); err != nil {
 			return r, err
 		}
 	}
+
+	// The workload: Nodes with fresh Leases, Deployments, every Pod bound.
+	before, err := scrapeLatency(ctx, client)
+	if err != nil {
+		return r, failed("before the workload", err)
+	}
+	pods := watchPods(client)
+	defer pods.stop()
+	var splitCPU func() (map[string]time.Duration, error)
+	if kind == "A" {
+		splitCPU = startComponentCPU("127.0.0.1:" + strconv.Itoa(p.status))
+	}
+	r.procCPUStart = procCPU(procs)
+	r.cpuStart = sum(r.procCPUStart)
 	w0 := time.Now()
-	if err := workload(ctx, client, c); err != nil {
-		return r, fmt.Errorf("workload: %w\n--- last log lines ---\n%s", err, logs.tails(20))
+	hb, err := createNodes(ctx, client, s)
+	defer hb.stop()
+	if err == nil {
+		err = createDeployments(ctx, client, s)
+	}
+	if err == nil {
+		err = pods.waitBound(ctx, s, procs)
+	}
+	if err != nil {
+		return r, failed("workload", err)
 	}
 	r.workload = time.Since(w0)
-	r.rssLoaded = rss(procs)
-	r.cpu = cpu(procs)
+	r.rssLoaded, r.anonLoaded = rss(procs)
+	r.procCPULoaded = procCPU(procs)
+	r.cpuLoaded = sum(r.procCPULoaded)
+	r.otherCPU = machineBusy() - (selfCPU() - self0) - r.cpuLoaded - machine0
+	if splitCPU != nil {
+		if r.componentCPU, err = splitCPU(); err != nil {
+			return r, fmt.Errorf("A's CPU per component: %w", err)
+		}
+	}
+	after, err := scrapeLatency(ctx, client)
+	if err != nil {
+		return r, failed("after the workload", err)
+	}
+	r.latency = after.since(before)
+	pods.stop()
+	if err := hb.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: warning: %s %s: %v\n", s, kind, err)
+	}
+	if err := verifyBound(ctx, client, s); err != nil {
+		return r, failed("after the workload", err)
+	}
+
 	// Stop in reverse order of start, each after the previous exited, as a
 	// supervisor of B must (an apiserver whose etcd went first hangs) and as
 	// A's harness does inside the process.
@@ -206,17 +332,16 @@ func measure(c config, kind string) (result, error) {
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			return r, fmt.Errorf("%s did not exit within 30 s of SIGTERM", cmd.Path)
+			return r, failed("stop", fmt.Errorf("%s did not exit within 30 s of SIGTERM", cmd.Path))
 		}
 	}
 	r.stop = time.Since(s0)
 	return r, nil
 }
 
-// startUpstream runs B: the same flags as A's components (from k3s-like's
-// --dry-run), the same PKI layout (components/pki, as k3s-like makes it),
-// etcd with the same ports and certificates.
-func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, error) {
+// upstreamArgs are B's components' arguments: k3s-like's --dry-run of the
+// same server flags.
+func upstreamArgs(c config, dir string, p ports) (map[string][]string, error) {
 	out, err := exec.Command(c.k3sLike, append(serverArgs(dir, p), "--dry-run", "--output", "json")...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("k3s-like --dry-run: %w", err)
@@ -230,6 +355,13 @@ func startUpstream(c config, dir string, p ports, logs *procLogs) ([]*exec.Cmd, 
 			return nil, fmt.Errorf("no %s arguments in the dry-run output", name)
 		}
 	}
+	return args, nil
+}
+
+// startUpstream runs B: the same flags as A's components (args, from
+// k3s-like's --dry-run), the same PKI layout (components/pki, as k3s-like
+// makes it), etcd with the same ports and certificates.
+func startUpstream(c config, args map[string][]string, dir string, p ports, logs *procLogs) ([]*exec.Cmd, error) {
 	// The PKI as k3s-like makes it: its layout, and the service IP of the
 	// service CIDR its apiserver is given.
 	layout := datadir.PKI(dir)
@@ -410,63 +542,6 @@ func leaseHeld(ctx context.Context, c kubernetes.Interface, name string) bool {
 	return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
 }
 
-// workload: Nodes, then Deployments, then wait for every Pod to be bound.
-func workload(ctx context.Context, c *kubernetes.Clientset, cfg config) error {
-	q := resource.MustParse
-	for i := range cfg.nodes {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%02d", i)}}
-		if _, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		n.Status = corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: q("32"), corev1.ResourceMemory: q("64Gi"), corev1.ResourcePods: q("110")},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: q("32"), corev1.ResourceMemory: q("64Gi"), corev1.ResourcePods: q("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		}
-		if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	}
-	for i := range cfg.deployments {
-		labels := map[string]string{"app": fmt.Sprintf("load-%02d", i)}
-		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%02d", i), Namespace: "default"},
-			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To(int32(cfg.replicas)),
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/load:1",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("10m"), corev1.ResourceMemory: q("16Mi")}}}}},
-				},
-			},
-		}
-		if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	}
-	want := cfg.deployments * cfg.replicas
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		bound := 0
-		if err == nil {
-			for _, p := range pods.Items {
-				if p.Spec.NodeName != "" {
-					bound++
-				}
-			}
-			if len(pods.Items) == want && bound == want {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d Pods bound after 3 minutes (%d exist)", bound, want, len(pods.Items))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // harnessPhases reads A's phase timings from its /components.
 func harnessPhases(p ports) (time.Duration, error) {
 	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.status) + "/components")
@@ -493,34 +568,81 @@ func harnessPhases(p ports) (time.Duration, error) {
 	return d, nil
 }
 
-// rss sums VmRSS (KiB) over the processes.
-func rss(procs []*exec.Cmd) int64 {
-	var sum int64
+// rss sums VmRSS and RssAnon (KiB) over the processes.
+func rss(procs []*exec.Cmd) (total, anon int64) {
 	for _, cmd := range procs {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 		if err != nil {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				sum += n
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "VmRSS:":
+				total += n
+			case "RssAnon:":
+				anon += n
 			}
 		}
 	}
-	return sum
+	return total, anon
 }
 
-// cpu sums user+system time over the processes.
-func cpu(procs []*exec.Cmd) time.Duration {
-	var ticks int64
+// procCPU is each process's user+system time, by its binary's name.
+func procCPU(procs []*exec.Cmd) map[string]time.Duration {
+	m := map[string]time.Duration{}
 	for _, cmd := range procs {
-		f := statFields(cmd.Process.Pid)
-		if len(f) > 13 {
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
+		name := filepath.Base(cmd.Path)
+		if strings.HasPrefix(name, "k3s-like") {
+			name = "k3s-like"
 		}
+		m[name] += statCPU(statFields(cmd.Process.Pid))
+	}
+	return m
+}
+
+// sum adds up procCPU's figures.
+func sum(m map[string]time.Duration) time.Duration {
+	var d time.Duration
+	for _, v := range m {
+		d += v
+	}
+	return d
+}
+
+// statCPU is utime+stime from a /proc/PID/stat's fields (statFields).
+func statCPU(f []string) time.Duration {
+	if len(f) <= 12 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * time.Second / 100 // USER_HZ
+}
+
+// selfCPU is the driver's own user+system time.
+func selfCPU() time.Duration { return statCPU(statFields(os.Getpid())) }
+
+// machineBusy is the CPU time the whole machine spent busy since boot
+// (/proc/stat: user, nice, system, irq, softirq, steal).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

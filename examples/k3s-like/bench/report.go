@@ -2,73 +2,141 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 )
 
-// render writes the report: machine, commit, a table of medians and
-// min–max for A and B, the A/B ratios pair by pair, the harness overhead,
-// the targets, and the go test -bench results.
-func render(c config, rs []result) (string, error) {
-	var a, b []result
-	for _, r := range rs {
-		if r.kind == "A" {
-			a = append(a, r)
-		} else {
-			b = append(b, r)
+// figure is one measured quantity of a run, with how the report prints it.
+type figure struct {
+	name string
+	unit string
+	get  func(result) float64
+}
+
+// figures are the per-run quantities of the tables, in their order.
+var figures = []figure{
+	{"time to ready", "s", func(r result) float64 { return r.toReady.Seconds() }},
+	{"RSS at ready", "MiB", func(r result) float64 { return float64(r.rssReady) / 1024 }},
+	{"RSS anon at ready", "MiB", func(r result) float64 { return float64(r.anonReady) / 1024 }},
+	{"RSS after workload", "MiB", func(r result) float64 { return float64(r.rssLoaded) / 1024 }},
+	{"RSS anon after workload", "MiB", func(r result) float64 { return float64(r.anonLoaded) / 1024 }},
+	{"CPU exec → ready", "s", func(r result) float64 { return r.cpuReady.Seconds() }},
+	{"CPU workload", "s", func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }},
+	{"CPU total (exec → all bound)", "s", func(r result) float64 { return r.cpuLoaded.Seconds() }},
+	{"workload (first Node → all Pods bound)", "s", func(r result) float64 { return r.workload.Seconds() }},
+	{"apiserver p99 (non-long-running)", "ms", func(r result) float64 { return 1000 * r.p99() }},
+	{"SIGTERM → exit", "s", func(r result) float64 { return r.stop.Seconds() }},
+}
+
+// figureByName finds one of figures.
+func figureByName(name string) figure {
+	for _, f := range figures {
+		if f.name == name {
+			return f
 		}
 	}
+	panic("no figure " + name)
+}
+
+// scaleRuns are one scale's runs, A's and B's in pair order.
+type scaleRuns struct {
+	scale scale
+	a, b  []result
+}
+
+// byScale groups the results by scale, in the order they ran.
+func byScale(rs []result) []scaleRuns {
+	var out []scaleRuns
+	for _, r := range rs {
+		i := slices.IndexFunc(out, func(s scaleRuns) bool { return s.scale == r.scale })
+		if i < 0 {
+			out = append(out, scaleRuns{scale: r.scale})
+			i = len(out) - 1
+		}
+		if r.kind == "A" {
+			out[i].a = append(out[i].a, r)
+		} else {
+			out[i].b = append(out[i].b, r)
+		}
+	}
+	return out
+}
+
+// pairRatios are A/B of one figure, pair by pair.
+func (s scaleRuns) pairRatios(f figure) []float64 {
+	var out []float64
+	for i := range min(len(s.a), len(s.b)) {
+		out = append(out, f.get(s.a[i])/f.get(s.b[i]))
+	}
+	return out
+}
+
+// render writes the report: machine, commit, the charts, a summary of the
+// A/B ratios by scale, then per scale a table of medians and min–max for A
+// and B, the ratios pair by pair, the CPU per process (and per component
+// of A, when the hook gives it), the targets; then the harness overhead
+// and the go test -bench results.
+func render(c config, rs []result, charts []string, took time.Duration, load0 string) (string, error) {
+	scales := byScale(rs)
 	var sb strings.Builder
 	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output()
-	// The report itself (rewritten by every run) does not make the tree dirty.
-	dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md").Output()
-	fmt.Fprintf(&sb, "# make bench — one process (A) against four (B)\n\n")
-	fmt.Fprintf(&sb, "- commit: `%s`%s\n", strings.TrimSpace(string(commit)), map[bool]string{true: " (with uncommitted changes)", false: ""}[len(dirty) > 0])
+	// The report and charts themselves (rewritten by every run) do not make the tree dirty.
+	dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=normal", "--", ".", ":!bench/RESULTS.md", ":!bench/*.svg").Output()
+	fmt.Fprintf(&sb, "# make bench — one process (A) against four (B), by scale\n\n")
+	fmt.Fprintf(&sb, "- commit: `%s`%s\n", strings.TrimSpace(string(commit)), uncommitted(string(dirty)))
 	fmt.Fprintf(&sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-	fmt.Fprintf(&sb, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(&sb, "- A: `bin/k3s-like server` (embedded etcd, the three components as goroutines). B: `etcd` + `kube-apiserver` + `kube-scheduler` + `kube-controller-manager` as four processes, built from the same k8s.io/kubernetes and go.etcd.io/etcd versions, with the flags A's `--dry-run` prints, the same PKI layout and the same loopback ports layout. Leader election on in both.\n")
-	fmt.Fprintf(&sb, "- runs alternated A B × %d; workload: %d Nodes, %d Deployments × %d replicas, every Pod bound.\n", c.pairs, c.nodes, c.deployments, c.replicas)
-	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes (KiB → MiB). CPU = utime+stime summed, at the end of the workload. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver, then kube-scheduler and kube-controller-manager once `/readyz` answers (upstream's exit at once when the apiserver is not up yet), as a supervisor of four processes must; A's harness orders its components the same way inside the process.\n\n")
-
-	fmt.Fprintf(&sb, "| figure | A median (min–max) | B median (min–max) | A/B (median) |\n|---|---|---|---|\n")
-	row := func(name string, get func(result) float64, unit string) {
-		av, bv := values(a, get), values(b, get)
-		fmt.Fprintf(&sb, "| %s | %s | %s | %.2f |\n", name, span(av, unit), span(bv, unit), med(av)/med(bv))
+	fmt.Fprintf(&sb, "- date: %s; the runs took %s\n", time.Now().UTC().Format(time.RFC3339), took.Round(time.Second))
+	fmt.Fprintf(&sb, "- A: `bin/k3s-like server` (embedded etcd, the three components as goroutines). B: `etcd` + `kube-apiserver` + `kube-scheduler` + `kube-controller-manager` as four processes, built from the same k8s.io/kubernetes and go.etcd.io/etcd versions, with the flags A's `--dry-run` prints (taken before B's clock starts), the same PKI layout and the same loopback ports layout. Leader election on in both; the scheduler's and the controller-manager's client QPS/burst raised to %s/%s in both (`--kube-api-qps`, `--kube-api-burst`; the defaults, 50/100 and 20/30, throttle the larger scales for minutes).\n", componentQPS, componentBurst)
+	var names []string
+	for _, s := range scales {
+		names = append(names, s.scale.String())
 	}
-	row("time to ready", func(r result) float64 { return r.toReady.Seconds() }, "s")
-	row("RSS at ready", func(r result) float64 { return float64(r.rssReady) / 1024 }, "MiB")
-	row("RSS after workload", func(r result) float64 { return float64(r.rssLoaded) / 1024 }, "MiB")
-	row("CPU seconds (start + workload)", func(r result) float64 { return r.cpu.Seconds() }, "s")
-	row("workload (create → all Pods bound)", func(r result) float64 { return r.workload.Seconds() }, "s")
-	row("SIGTERM to exit", func(r result) float64 { return r.stop.Seconds() }, "s")
+	fmt.Fprintf(&sb, "- scales: %s; at each, A B alternated × %d. The workload: the Nodes (Ready; no kubelet: the driver renews each Node's Lease in `kube-node-lease` every %s, as a kubelet does, so that the node lifecycle controller never marks one NotReady), then the Deployments, until every Pod is bound.\n", strings.Join(names, "; "), c.pairs, leaseRenew)
+	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver, then kube-scheduler and kube-controller-manager once `/readyz` answers (upstream's exit at once when the apiserver is not up yet), as a supervisor of four processes must; A's harness orders its components the same way inside the process.\n")
+	fmt.Fprintf(&sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-scales %s -pairs %d` (make bench's BENCH_SCALES, BENCH_PAIRS).\n", c.scalesFlag, c.pairs)
+	sb.WriteString(sharedNote(rs, load0))
+	sb.WriteString("\n")
 
-	fmt.Fprintf(&sb, "\nA/B pair by pair (ready time, RSS at ready, RSS after workload, CPU, stop):\n\n| pair | ready | RSS ready | RSS loaded | CPU | stop |\n|---|---|---|---|---|---|\n")
-	for i := range min(len(a), len(b)) {
-		fmt.Fprintf(&sb, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1,
-			a[i].toReady.Seconds()/b[i].toReady.Seconds(),
-			float64(a[i].rssReady)/float64(b[i].rssReady),
-			float64(a[i].rssLoaded)/float64(b[i].rssLoaded),
-			a[i].cpu.Seconds()/b[i].cpu.Seconds(),
-			a[i].stop.Seconds()/b[i].stop.Seconds())
+	for _, ch := range charts {
+		fmt.Fprintf(&sb, "![%s](%s)\n", strings.TrimSuffix(ch, ".svg"), ch)
+	}
+	fmt.Fprintf(&sb, "\nThe charts: medians of each scale's runs, whiskers from the lowest to the highest run; RSS after the workload (total solid, anonymous dashed); CPU from exec until every Pod is bound.\n\n")
+
+	// Summary: A/B by scale.
+	fmt.Fprintf(&sb, "## A/B by scale (median of the pairs)\n\n| figure |")
+	for _, s := range scales {
+		fmt.Fprintf(&sb, " %d Pods |", s.scale.pods())
+	}
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(scales)) + "\n")
+	for _, f := range figures {
+		fmt.Fprintf(&sb, "| %s |", f.name)
+		for _, s := range scales {
+			fmt.Fprintf(&sb, " %s |", ratio(med(s.pairRatios(f))))
+		}
+		sb.WriteString("\n")
 	}
 
-	fmt.Fprintf(&sb, "\nHarness overhead in A (validate + parse + barrier + apply, from the harness's own phase timings in `/components`):\n\n| run | harness phases | time to ready | fraction |\n|---|---|---|---|\n")
+	for _, s := range scales {
+		renderScale(&sb, s)
+	}
+
+	fmt.Fprintf(&sb, "\n## Harness overhead in A\n\nvalidate + parse + barrier, from the harness's own phase timings in `/components`, against the time to ready:\n\n| run | harness phases | time to ready | fraction |\n|---|---|---|---|\n")
 	var fr []float64
-	for i, r := range a {
+	for _, r := range rs {
+		if r.kind != "A" {
+			continue
+		}
 		f := r.harnessPhases.Seconds() / r.toReady.Seconds()
 		fr = append(fr, f)
-		fmt.Fprintf(&sb, "| A%d | %s | %s | %.3f%% |\n", i+1, r.harnessPhases.Round(time.Microsecond), r.toReady.Round(time.Millisecond), 100*f)
+		fmt.Fprintf(&sb, "| %d Pods, A%d | %s | %s | %.3f%% |\n", r.scale.pods(), r.pair, r.harnessPhases.Round(time.Microsecond), r.toReady.Round(time.Millisecond), 100*f)
 	}
-
-	rssRatio := med(values(a, func(r result) float64 { return float64(r.rssReady) })) / med(values(b, func(r result) float64 { return float64(r.rssReady) }))
-	readyRatio := med(values(a, func(r result) float64 { return r.toReady.Seconds() })) / med(values(b, func(r result) float64 { return r.toReady.Seconds() }))
-	stopA := med(values(a, func(r result) float64 { return r.stop.Seconds() }))
-	fmt.Fprintf(&sb, "\nTargets: RSS at ready ≤ 0.6× of B: **%.2f× — %s**; time to ready ≤ 1.0× of B: **%.2f× — %s**; harness overhead < 1%% of time to ready: **%.3f%% (median) — %s**; SIGTERM to exit ≤ 5 s: **%.2f s (median A) — %s**.\n",
-		rssRatio, met(rssRatio <= 0.6), readyRatio, met(readyRatio <= 1.0), 100*med(fr), met(med(fr) < 0.01), stopA, met(stopA <= 5))
+	fmt.Fprintf(&sb, "\nHarness overhead < 1%% of time to ready: **%.3f%% (median) — %s**.\n", 100*med(fr), met(med(fr) < 0.01))
 
 	if c.extra != "" {
 		b, err := os.ReadFile(c.extra)
@@ -79,6 +147,188 @@ func render(c config, rs []result) (string, error) {
 		sb.Write(b)
 	}
 	return sb.String(), nil
+}
+
+// renderScale writes one scale's section.
+func renderScale(sb *strings.Builder, s scaleRuns) {
+	fmt.Fprintf(sb, "\n## %s\n\n", s.scale)
+	fmt.Fprintf(sb, "| figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|\n")
+	for _, f := range figures {
+		fmt.Fprintf(sb, "| %s | %s | %s | %s |\n", f.name, span(values(s.a, f.get), f.unit), span(values(s.b, f.get), f.unit), ratio(med(s.pairRatios(f))))
+	}
+	other := func(r result) float64 { return r.otherCPU.Seconds() }
+	fmt.Fprintf(sb, "\nThe machine's other processes used, exec → all bound, median (min–max): during A's runs %s, during B's %s of CPU.\n", span(values(s.a, other), "s"), span(values(s.b, other), "s"))
+	count := func(r result) float64 { return r.latency.count() }
+	fmt.Fprintf(sb, "\napiserver requests in the workload window (non-long-running), median (min–max): A %s, B %s.\n", span(values(s.a, count), ""), span(values(s.b, count), ""))
+	renderRequestKinds(sb, s)
+
+	fmt.Fprintf(sb, "\nA/B pair by pair:\n\n| pair |")
+	for _, f := range figures {
+		fmt.Fprintf(sb, " %s |", f.name)
+	}
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(figures)) + "\n")
+	for i := range min(len(s.a), len(s.b)) {
+		fmt.Fprintf(sb, "| %d |", i+1)
+		for _, f := range figures {
+			fmt.Fprintf(sb, " %s |", ratio(f.get(s.a[i])/f.get(s.b[i])))
+		}
+		sb.WriteString("\n")
+	}
+	sb.WriteString("| **median** |")
+	for _, f := range figures {
+		fmt.Fprintf(sb, " **%s** |", ratio(med(s.pairRatios(f))))
+	}
+	sb.WriteString("\n")
+
+	renderCPUSplit(sb, s)
+
+	// The targets of issue 17 that this bench measures.
+	pr := func(name string) []float64 { return s.pairRatios(figureByName(name)) }
+	ready := pr("time to ready")
+	readyMax := slices.Max(ready)
+	rssReady := med(pr("RSS at ready"))
+	cpu := med(pr("CPU total (exec → all bound)"))
+	stop := med(pr("SIGTERM → exit"))
+	fmt.Fprintf(sb, "\nTargets: time to ready ≤ 0.9× of B in every pair: **%.2f× at most — %s**; RSS at ready ≤ 0.6×: **%.2f× — %s**", readyMax, met(readyMax <= 0.9), rssReady, met(rssReady <= 0.6))
+	if s.scale.pods() >= 5000 {
+		rssLoaded := med(pr("RSS after workload"))
+		fmt.Fprintf(sb, "; RSS after the workload ≤ 0.65× at 5,000 Pods: **%.2f× — %s**", rssLoaded, met(rssLoaded <= 0.65))
+	}
+	fmt.Fprintf(sb, "; CPU ≤ 0.8×: **%.2f× — %s**; SIGTERM → exit ≤ 1.2×: **%.2f× — %s**.\n", cpu, met(cpu <= 0.8), stop, met(stop <= 1.2))
+}
+
+// renderRequestKinds writes the kinds of apiserver requests in the
+// workload window whose counts differ most between A and B (medians).
+func renderRequestKinds(sb *strings.Builder, s scaleRuns) {
+	kinds := map[string]bool{}
+	for _, r := range append(slices.Clone(s.a), s.b...) {
+		for k := range r.latency.kinds {
+			kinds[k] = true
+		}
+	}
+	type row struct {
+		kind string
+		a, b float64
+	}
+	var rows []row
+	for k := range kinds {
+		get := func(r result) float64 { return r.latency.kinds[k] }
+		rows = append(rows, row{k, med(values(s.a, get)), med(values(s.b, get))})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		di, dj := math.Abs(rows[i].a-rows[i].b), math.Abs(rows[j].a-rows[j].b)
+		if di != dj {
+			return di > dj
+		}
+		return rows[i].kind < rows[j].kind
+	})
+	rows = rows[:min(len(rows), 8)]
+	if len(rows) == 0 || math.Abs(rows[0].a-rows[0].b) < 1 {
+		return
+	}
+	fmt.Fprintf(sb, "\nThe request kinds whose counts differ most (verb, resource/subresource; medians):\n\n| request | A | B |\n|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(sb, "| `%s` | %.0f | %.0f |\n", r.kind, r.a, r.b)
+	}
+}
+
+// renderCPUSplit writes the workload window's CPU by process of B, beside
+// A's whole process and, when the hook (startComponentCPU) gives it, A's
+// CPU by component.
+func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
+	window := func(r result, name string) float64 { return (r.procCPULoaded[name] - r.procCPUStart[name]).Seconds() }
+	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+	split := false
+	comps := map[string]bool{}
+	for _, r := range s.a {
+		for name := range r.componentCPU {
+			split = true
+			comps[name] = true
+		}
+	}
+	bTotal := med(values(s.b, func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }))
+	aTotal := med(values(s.a, func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }))
+	fmt.Fprintf(sb, "\nCPU seconds of the workload (first Node → every Pod bound), medians: B by process")
+	if split {
+		fmt.Fprintf(sb, ", A by component (pprof label `component` of the status endpoint's CPU profile)")
+	}
+	fmt.Fprintf(sb, ".\n\n| process / component | B | B share |")
+	if split {
+		sb.WriteString(" A | A share |")
+	}
+	sb.WriteString("\n|---|---|---|" + map[bool]string{true: "---|---|", false: ""}[split] + "\n")
+	names := slices.Clone(procs)
+	for name := range comps {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	sort.SliceStable(names[len(procs):], func(i, j int) bool { return names[len(procs)+i] < names[len(procs)+j] })
+	var aSplitTotal float64
+	if split {
+		aSplitTotal = med(values(s.a, func(r result) float64 { return sum(r.componentCPU).Seconds() }))
+	}
+	for _, name := range names {
+		label := name
+		if label == "" {
+			label = "(unlabelled)"
+		}
+		fmt.Fprintf(sb, "| %s |", label)
+		if slices.Contains(procs, name) {
+			b := med(values(s.b, func(r result) float64 { return window(r, name) }))
+			fmt.Fprintf(sb, " %.2f s | %.0f%% |", b, 100*b/bTotal)
+		} else {
+			sb.WriteString(" – | – |")
+		}
+		if split {
+			a := med(values(s.a, func(r result) float64 { return r.componentCPU[name].Seconds() }))
+			fmt.Fprintf(sb, " %.2f s | %.0f%% |", a, 100*a/aSplitTotal)
+		}
+		sb.WriteString("\n")
+	}
+	fmt.Fprintf(sb, "| **all** | **%.2f s** | 100%% |", bTotal)
+	if split {
+		fmt.Fprintf(sb, " **%.2f s** | 100%% |", aSplitTotal)
+	}
+	fmt.Fprintf(sb, "\n\nA, the whole process over the same window: %.2f s (%s× B).\n", aTotal, ratio(aTotal/bTotal))
+}
+
+// sharedNote says how much CPU the machine's other processes used during
+// the runs (the machine's busy time less the measured processes' and the
+// driver's), so that a run on a shared machine says so.
+func sharedNote(rs []result, load0 string) string {
+	var total, span time.Duration
+	var worst float64
+	for _, r := range rs {
+		total += max(0, r.otherCPU)
+		d := r.toReady + r.workload
+		span += d
+		worst = max(worst, r.otherCPU.Seconds()/d.Seconds())
+	}
+	avg := total.Seconds() / span.Seconds() // CPUs busy with others, on average
+	load := fmt.Sprintf("; load average (1, 5, 15 min) before the runs %s, after %s", load0, loadAverage())
+	if avg < 0.1 && worst < 0.25 {
+		return fmt.Sprintf("- the machine: other processes used %.2f CPUs on average during the runs (exec → all bound; at most %.2f in one run): not shared to speak of%s.\n", avg, worst, load)
+	}
+	return fmt.Sprintf("- **the machine was shared**: other processes (other engineers' builds and tests) used %.2f of the %d CPUs on average during the runs (exec → all bound), %.2f in the busiest run%s. A and B alternate, so both met it, but not equally (each scale's table gives the other processes' CPU during A's and B's runs): absolute figures (times, CPU, p99) are noisier than the ratios. Under contention the kernel shares the CPUs by thread: A runs Go code on at most GOMAXPROCS (%d) threads in one process, B on up to 4 × %d in four, so B likely gets the larger share, and A's times (ready, workload, p99) suffer more than B's.\n", avg, runtime.NumCPU(), worst, load, runtime.NumCPU(), runtime.NumCPU())
+}
+
+// uncommitted names the files `git status --porcelain` lists, if any: the
+// binaries were built from the working tree.
+func uncommitted(porcelain string) string {
+	var files []string
+	for line := range strings.Lines(porcelain) {
+		if len(line) > 3 {
+			files = append(files, "`"+strings.TrimSpace(line[3:])+"`")
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	if len(files) > 12 {
+		files = append(files[:12], fmt.Sprintf("and %d more", len(files)-12))
+	}
+	return " with uncommitted changes in the working tree the binaries were built from: " + strings.Join(files, ", ")
 }
 
 func values(rs []result, get func(result) float64) []float64 {
@@ -93,7 +343,7 @@ func med(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	if len(s) == 0 {
-		return 0
+		return math.NaN()
 	}
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
@@ -102,11 +352,21 @@ func med(xs []float64) float64 {
 }
 
 func span(xs []float64, unit string) string {
-	lo, hi := xs[0], xs[0]
-	for _, x := range xs {
-		lo, hi = min(lo, x), max(hi, x)
+	if len(xs) == 0 {
+		return "–"
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if unit == "" {
+		return fmt.Sprintf("%.0f (%.0f–%.0f)", med(xs), lo, hi)
 	}
 	return fmt.Sprintf("%.2f %s (%.2f–%.2f)", med(xs), unit, lo, hi)
+}
+
+func ratio(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", x)
 }
 
 func met(ok bool) string {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// latencyMetric is the apiserver's request latency histogram.
+const latencyMetric = "apiserver_request_duration_seconds"
+
+// longRunning are the verbs whose requests last as long as the connection
+// (watches, exec/attach/port-forward/proxy): not request latency.
+var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
+
+// histogram is the cumulative bucket counts of latencyMetric summed over
+// every series but the long-running verbs (upper bound in s → count), and
+// the requests by kind (verb, resource/subresource, component).
+type histogram struct {
+	buckets map[float64]float64
+	kinds   map[string]float64
+}
+
+var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
+// scrapeLatency reads the apiserver's own /metrics (Prometheus text) with
+// the admin client and sums latencyMetric's buckets.
+func scrapeLatency(ctx context.Context, c kubernetes.Interface) (histogram, error) {
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").SetHeader("Accept", "text/plain").DoRaw(ctx)
+	if err != nil {
+		return histogram{}, fmt.Errorf("apiserver /metrics: %w", err)
+	}
+	h, err := parseLatency(body)
+	if err != nil {
+		return histogram{}, fmt.Errorf("apiserver /metrics: %w", err)
+	}
+	return h, nil
+}
+
+// parseLatency sums latencyMetric's _bucket series by their le label,
+// leaving out the long-running verbs.
+func parseLatency(body []byte) (histogram, error) {
+	h := histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}}
+	prefix := latencyMetric + "_bucket{"
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		end := strings.LastIndexByte(line, '}')
+		if end < 0 {
+			return histogram{}, fmt.Errorf("malformed line %q", line)
+		}
+		var verb, le, res, sub, comp string
+		for _, m := range labelRE.FindAllStringSubmatch(line[len(prefix):end], -1) {
+			switch m[1] {
+			case "verb":
+				verb = m[2]
+			case "le":
+				le = m[2]
+			case "resource":
+				res = m[2]
+			case "subresource":
+				sub = m[2]
+			case "component":
+				comp = m[2]
+			}
+		}
+		if longRunning[verb] {
+			continue
+		}
+		f := strings.Fields(line[end+1:])
+		if le == "" || len(f) == 0 {
+			return histogram{}, fmt.Errorf("malformed line %q", line)
+		}
+		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
+		if err != nil {
+			return histogram{}, fmt.Errorf("le in %q: %w", line, err)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return histogram{}, fmt.Errorf("value in %q: %w", line, err)
+		}
+		h.buckets[bound] += v
+		if math.IsInf(bound, 1) {
+			kind := verb + " " + res
+			switch {
+			case sub != "" && res == "": // a non-resource path
+				kind = verb + " " + sub
+			case sub != "":
+				kind += "/" + sub
+			}
+			if comp != "" && comp != "apiserver" {
+				kind += " (" + comp + ")"
+			}
+			h.kinds[kind] += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return histogram{}, err
+	}
+	if len(h.buckets) == 0 {
+		return histogram{}, fmt.Errorf("no %s buckets", latencyMetric)
+	}
+	return h, nil
+}
+
+// since is the histogram of the requests between before and h (both
+// cumulative counters of the same process).
+func (h histogram) since(before histogram) histogram {
+	d := histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}}
+	for le, v := range h.buckets {
+		d.buckets[le] = v - before.buckets[le]
+	}
+	for k, v := range h.kinds {
+		if n := v - before.kinds[k]; n > 0 {
+			d.kinds[k] = n
+		}
+	}
+	return d
+}
+
+// count is the number of requests the histogram holds.
+func (h histogram) count() float64 { return h.buckets[math.Inf(1)] }
+
+// quantile is Prometheus's histogram_quantile: the bucket the q-th request
+// falls in, linearly interpolated inside it (from 0 for the first bucket);
+// in the +Inf bucket, the largest finite bound. NaN without requests.
+func (h histogram) quantile(q float64) float64 {
+	les := make([]float64, 0, len(h.buckets))
+	for le := range h.buckets {
+		les = append(les, le)
+	}
+	sort.Float64s(les)
+	total := h.count()
+	if len(les) == 0 || total <= 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	prevLE, prevCount := 0.0, 0.0
+	for _, le := range les {
+		n := h.buckets[le]
+		if n >= rank {
+			if math.IsInf(le, 1) {
+				return prevLE
+			}
+			if n == prevCount {
+				return le
+			}
+			return prevLE + (le-prevLE)*(rank-prevCount)/(n-prevCount)
+		}
+		prevLE, prevCount = le, n
+	}
+	return prevLE
+}
