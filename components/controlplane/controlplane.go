@@ -246,6 +246,10 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "proxy-client-key-file", Value: layout.FrontProxyClient().KeyFile},
 			{Key: "kubelet-client-certificate", Value: layout.APIServerKubeletClient().CertFile},
 			{Key: "kubelet-client-key", Value: layout.APIServerKubeletClient().KeyFile},
+			// One process: each component's /debug/pprof would profile all
+			// of them (and serve the process's arguments); a distro serves
+			// the process's profiles once (k3s-like: its status endpoint).
+			{Key: "profiling", Value: "false"},
 		},
 		components.SchedulerName: elected(layout.SchedulerKubeconfig(), orDefault(s.SchedulerPort, DefaultSchedulerPort), s.LeaderElect),
 		components.ControllerManagerName: append(elected(layout.ControllerManagerKubeconfig(), orDefault(s.ControllerManagerPort, DefaultControllerManagerPort), s.LeaderElect),
@@ -282,6 +286,7 @@ func elected(kubeconfig string, port int, leaderElect bool) []kubeargs.Arg {
 		{Key: "bind-address", Value: "127.0.0.1"},
 		{Key: "secure-port", Value: strconv.Itoa(port)},
 		{Key: "leader-elect", Value: strconv.FormatBool(leaderElect)},
+		{Key: "profiling", Value: "false"},
 	}
 }
 

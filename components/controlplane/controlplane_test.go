@@ -48,6 +48,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--proxy-client-key-file=/p/client-front-proxy.key",
 			"--kubelet-client-certificate=/p/client-kube-apiserver.crt",
 			"--kubelet-client-key=/p/client-kube-apiserver.key",
+			"--profiling=false",
 		},
 		components.SchedulerName: {
 			"--kubeconfig=/p/kube-scheduler.kubeconfig",
@@ -56,6 +57,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--bind-address=127.0.0.1",
 			"--secure-port=10259",
 			"--leader-elect=false",
+			"--profiling=false",
 		},
 		components.ControllerManagerName: {
 			"--kubeconfig=/p/kube-controller-manager.kubeconfig",
@@ -64,6 +66,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--bind-address=127.0.0.1",
 			"--secure-port=10257",
 			"--leader-elect=false",
+			"--profiling=false",
 			"--service-account-private-key-file=/p/service-account.key",
 			"--root-ca-file=/p/server-ca.crt",
 			"--use-service-account-credentials=true",

@@ -22,6 +22,7 @@ func ExampleDefaultArgs() {
 	// --bind-address=127.0.0.1
 	// --secure-port=10259
 	// --leader-elect=true
+	// --profiling=false
 }
 
 // The PKI's configuration follows the same Settings: the kubeconfigs point
