@@ -132,7 +132,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
 	f.StringVarP(&o.writeKubeconfig, "write-kubeconfig", "o", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig)")
 	f.StringVar(&o.kubeconfigMode, "write-kubeconfig-mode", "0600", "The admin kubeconfig's file mode, octal as chmod takes it (k3s's flag), e.g. 0640 for a group that may read it")
-	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the status endpoint (/components, /features, /livez, /readyz, /healthz, /metrics, /flagz, /statusz, /leader-election): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
+	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the status endpoint (/components, /features, /livez, /readyz, /healthz, /metrics, /flagz, /statusz, /leader-election, /debug/pprof): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
 	f.StringVar(&o.statusTLS, "status-tls", statusTLSAuto, "auto: the status endpoint is HTTPS with client certificates unless --status-address is loopback; always: on loopback too")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
 	f.StringVar(&o.output, "output", "table", "With --dry-run: table, or json (each component's arguments and the plan); no short form: -o is --write-kubeconfig, as in k3s")
