@@ -1,33 +1,29 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/profshare"
 )
 
-// The -o formats of `k3s-like top`.
-var topOutputs = []string{"table", "json"}
+// topOutputs are the -o formats of `k3s-like top`.
+func topOutputs() []string { return []string{"table", "json"} }
 
 // topOther is the row of the samples and goroutines that carry no
 // component label: the Go runtime's own (the garbage collector's
 // background workers, the scheduler), the status endpoint serving this
 // profile, and goroutines started outside every component's code.
-const topOther = "(other)"
+const topOther = profshare.Other
 
 // topChunk is the longest CPU profile top asks for in one request: the
 // status client gives up on a request after 10 s, so a longer profile is
@@ -70,7 +66,7 @@ heap profiles carry no labels.`,
 	}
 	status.addFlags(cmd)
 	cmd.Flags().IntVar(&opts.seconds, "seconds", 10, "How long to profile the server's CPU, in seconds")
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(topOutputs, ", "))
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(topOutputs(), ", "))
 	return cmd
 }
 
@@ -84,8 +80,8 @@ func (o *topOptions) validate() error {
 	if o.seconds < 1 {
 		return fmt.Errorf("--seconds=%d: want a whole number of seconds, 1 or more", o.seconds)
 	}
-	if !slices.Contains(topOutputs, o.output) {
-		return fmt.Errorf("-o %s: unknown output format; use one of %s", o.output, strings.Join(topOutputs, ", "))
+	if !slices.Contains(topOutputs(), o.output) {
+		return fmt.Errorf("-o %s: unknown output format; use one of %s", o.output, strings.Join(topOutputs(), ", "))
 	}
 	return nil
 }
@@ -132,102 +128,39 @@ type topRow struct {
 
 // newTopReport adds up CPU profiles (the pieces of one) and a goroutine
 // profile, each as /debug/pprof serves it (gzipped protobuf), by the
-// component label of each sample; samples without one go to topOther.
+// component label of each sample (package profshare); samples without one
+// go to topOther.
 func newTopReport(cpuProfiles [][]byte, goroutineProfile []byte) (*topReport, error) {
-	report := &topReport{}
-	cpu := map[string]int64{} // nanoseconds
-	var total int64
+	var shares profshare.Shares
 	for _, body := range cpuProfiles {
-		p, err := parseProfile("CPU", body)
-		if err != nil {
+		if err := shares.AddCPU(body); err != nil {
 			return nil, err
 		}
-		i, err := sampleIndex(p, "CPU", "cpu", "nanoseconds")
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range p.Sample {
-			cpu[componentOf(s)] += s.Value[i]
-			total += s.Value[i]
-		}
-		report.DurationSeconds += time.Duration(p.DurationNanos).Seconds()
 	}
-	p, err := parseProfile("goroutine", goroutineProfile)
-	if err != nil {
+	if err := shares.AddGoroutines(goroutineProfile); err != nil {
 		return nil, err
 	}
-	i, err := sampleIndex(p, "goroutine", "goroutine", "count")
-	if err != nil {
-		return nil, err
+	total := shares.TotalCPU()
+	report := &topReport{DurationSeconds: shares.Profiled.Seconds(), CPUSeconds: total.Seconds()}
+	names := map[string]bool{}
+	for name := range shares.CPU {
+		names[name] = true
 	}
-	goroutines := map[string]int64{}
-	for _, s := range p.Sample {
-		goroutines[componentOf(s)] += s.Value[i]
-		report.Goroutines += s.Value[i]
+	for name, n := range shares.Goroutines {
+		names[name] = true
+		report.Goroutines += n
 	}
-
-	report.CPUSeconds = time.Duration(total).Seconds()
-	names := maps.Clone(cpu)
-	maps.Copy(names, goroutines) // every name of either profile
 	for name := range names {
-		row := topRow{Component: name, CPUSeconds: time.Duration(cpu[name]).Seconds(), Goroutines: goroutines[name]}
+		row := topRow{Component: name, CPUSeconds: shares.CPU[name].Seconds(), Goroutines: shares.Goroutines[name]}
 		if total > 0 {
-			row.CPUPercent = 100 * float64(cpu[name]) / float64(total)
+			row.CPUPercent = 100 * float64(shares.CPU[name]) / float64(total)
 		}
 		report.Components = append(report.Components, row)
 	}
 	slices.SortFunc(report.Components, func(a, b topRow) int {
-		return cmp.Or(cmp.Compare(cpu[b.Component], cpu[a.Component]), cmp.Compare(b.Goroutines, a.Goroutines), strings.Compare(a.Component, b.Component))
+		return cmp.Or(cmp.Compare(shares.CPU[b.Component], shares.CPU[a.Component]), cmp.Compare(b.Goroutines, a.Goroutines), strings.Compare(a.Component, b.Component))
 	})
 	return report, nil
-}
-
-// parseProfile parses a profile as /debug/pprof serves it: protobuf,
-// gzipped. Unlike profile.Parse, it takes no legacy text format (a
-// goroutine profile at debug=1, say), which would parse without its labels.
-func parseProfile(what string, body []byte) (*profile.Profile, error) {
-	p, err := func() (*profile.Profile, error) {
-		if bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
-			gz, err := gzip.NewReader(bytes.NewReader(body))
-			if err != nil {
-				return nil, err
-			}
-			if body, err = io.ReadAll(gz); err != nil {
-				return nil, err
-			}
-		}
-		p, err := profile.ParseUncompressed(body)
-		if err != nil {
-			return nil, err
-		}
-		return p, p.CheckValid()
-	}()
-	if err != nil {
-		return nil, fmt.Errorf("the %s profile is no pprof protobuf profile: %w", what, err)
-	}
-	return p, nil
-}
-
-// sampleIndex is the index of the sample value of that type and unit.
-func sampleIndex(p *profile.Profile, what, typ, unit string) (int, error) {
-	for i, st := range p.SampleType {
-		if st.Type == typ && st.Unit == unit {
-			return i, nil
-		}
-	}
-	var have []string
-	for _, st := range p.SampleType {
-		have = append(have, st.Type+"/"+st.Unit)
-	}
-	return 0, fmt.Errorf("the %s profile has no %s/%s samples (it has %s)", what, typ, unit, strings.Join(have, ", "))
-}
-
-// componentOf is the sample's component label, or topOther.
-func componentOf(s *profile.Sample) string {
-	if v := s.Label[harness.ProfileLabel]; len(v) > 0 && v[0] != "" {
-		return v[0]
-	}
-	return topOther
 }
 
 // print writes the report in o.output.

@@ -1,0 +1,136 @@
+// Package profshare adds up pprof profiles of a kubeharness process by the
+// component each sample belongs to: the harness runs every component's
+// code under the pprof label harness.ProfileLabel (component=<name>), so a
+// CPU profile's samples and a goroutine profile's goroutines carry the
+// name of the component that started them. Samples without the label —
+// the Go runtime's own (the garbage collector's background workers, the
+// scheduler) and goroutines started outside every component — are Other.
+// `k3s-like top` and the benchmark's per-component CPU split use it.
+package profshare
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// Other is the name of the samples and goroutines that carry no component
+// label.
+const Other = "(other)"
+
+// Shares is what some profiles say per component: CPU time and goroutines,
+// keyed by the component label (Other for none).
+type Shares struct {
+	// Profiled is the wall time the CPU profiles covered, added up.
+	Profiled time.Duration
+	// CPU is the CPU time of each component, as sampled.
+	CPU map[string]time.Duration
+	// Goroutines is each component's goroutines in the goroutine profiles.
+	Goroutines map[string]int64
+}
+
+// AddCPU adds a CPU profile, as /debug/pprof/profile serves it (gzipped
+// protobuf), to s.
+func (s *Shares) AddCPU(body []byte) error {
+	p, err := Parse("CPU", body)
+	if err != nil {
+		return err
+	}
+	i, err := sampleIndex(p, "CPU", "cpu", "nanoseconds")
+	if err != nil {
+		return err
+	}
+	if s.CPU == nil {
+		s.CPU = map[string]time.Duration{}
+	}
+	for _, sample := range p.Sample {
+		s.CPU[Component(sample)] += time.Duration(sample.Value[i])
+	}
+	s.Profiled += time.Duration(p.DurationNanos)
+	return nil
+}
+
+// AddGoroutines adds a goroutine profile, as /debug/pprof/goroutine?debug=0
+// serves it, to s.
+func (s *Shares) AddGoroutines(body []byte) error {
+	p, err := Parse("goroutine", body)
+	if err != nil {
+		return err
+	}
+	i, err := sampleIndex(p, "goroutine", "goroutine", "count")
+	if err != nil {
+		return err
+	}
+	if s.Goroutines == nil {
+		s.Goroutines = map[string]int64{}
+	}
+	for _, sample := range p.Sample {
+		s.Goroutines[Component(sample)] += sample.Value[i]
+	}
+	return nil
+}
+
+// TotalCPU is the CPU time of every component and Other.
+func (s *Shares) TotalCPU() time.Duration {
+	var total time.Duration
+	for _, d := range s.CPU {
+		total += d
+	}
+	return total
+}
+
+// Parse parses a profile as /debug/pprof serves it: protobuf, gzipped or
+// not. Unlike profile.Parse, it takes no legacy text format (a goroutine
+// profile at debug=1, say), which would parse without its labels. what
+// names the profile in errors.
+func Parse(what string, body []byte) (*profile.Profile, error) {
+	p, err := func() (*profile.Profile, error) {
+		if bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+			gz, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			if body, err = io.ReadAll(gz); err != nil {
+				return nil, err
+			}
+		}
+		p, err := profile.ParseUncompressed(body)
+		if err != nil {
+			return nil, err
+		}
+		return p, p.CheckValid()
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("the %s profile is no pprof protobuf profile: %w", what, err)
+	}
+	return p, nil
+}
+
+// sampleIndex is the index of the sample value of that type and unit.
+func sampleIndex(p *profile.Profile, what, typ, unit string) (int, error) {
+	for i, st := range p.SampleType {
+		if st.Type == typ && st.Unit == unit {
+			return i, nil
+		}
+	}
+	var have []string
+	for _, st := range p.SampleType {
+		have = append(have, st.Type+"/"+st.Unit)
+	}
+	return 0, fmt.Errorf("the %s profile has no %s/%s samples (it has %s)", what, typ, unit, strings.Join(have, ", "))
+}
+
+// Component is the sample's component label, or Other.
+func Component(s *profile.Sample) string {
+	if v := s.Label[harness.ProfileLabel]; len(v) > 0 && v[0] != "" {
+		return v[0]
+	}
+	return Other
+}
