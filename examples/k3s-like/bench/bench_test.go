@@ -130,7 +130,7 @@ func TestReportAndCharts(t *testing.T) {
 			t.Errorf("%s is not an SVG", ch)
 		}
 	}
-	report, err := render(config{pairs: 2}, rs, charts, time.Minute, "0.1 0.2 0.3")
+	report, err := render(config{pairs: 2}, rs, charts, time.Minute, "0.1 0.2 0.3", "`abc`")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestReportAndCharts(t *testing.T) {
 		t.Error("a per-component column without data from the hook")
 	}
 	rs[0].componentCPU = map[string]time.Duration{"kube-apiserver": time.Second, "": time.Second / 2}
-	if report, _ = render(config{pairs: 2}, rs, charts, time.Minute, "0.1 0.2 0.3"); !strings.Contains(report, "A by component") || !strings.Contains(report, "(unlabelled)") {
+	if report, _ = render(config{pairs: 2}, rs, charts, time.Minute, "0.1 0.2 0.3", "`abc`"); !strings.Contains(report, "A by component") || !strings.Contains(report, "(unlabelled)") {
 		t.Error("no per-component column with data from the hook")
 	}
 }

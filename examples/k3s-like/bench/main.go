@@ -105,6 +105,7 @@ func (r result) p99() float64 { return r.latency.quantile(0.99) }
 
 // run measures every scale's pairs, then writes the charts and the report.
 func run(c config) error {
+	built := provenance(c.k3sLike) // before the runs: the tree may change while they last
 	load0 := loadAverage()
 	if w := loadWarning(load0); w != "" {
 		fmt.Fprintln(os.Stderr, "bench: warning:", w)
@@ -133,7 +134,7 @@ func run(c config) error {
 	if err != nil {
 		return fmt.Errorf("charts: %w", err)
 	}
-	report, err := render(c, results, charts, time.Since(t0), load0)
+	report, err := render(c, results, charts, time.Since(t0), load0, built)
 	if err != nil {
 		return err
 	}

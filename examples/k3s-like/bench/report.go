@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"fmt"
 	"math"
 	"os"
@@ -82,14 +83,11 @@ func (s scaleRuns) pairRatios(f figure) []float64 {
 // and B, the ratios pair by pair, the CPU per process (and per component
 // of A, when the hook gives it), the targets; then the harness overhead
 // and the go test -bench results.
-func render(c config, rs []result, charts []string, took time.Duration, load0 string) (string, error) {
+func render(c config, rs []result, charts []string, took time.Duration, load0, built string) (string, error) {
 	scales := byScale(rs)
 	var sb strings.Builder
-	commit, _ := exec.Command("git", "rev-parse", "HEAD").Output()
-	// The report and charts themselves (rewritten by every run) do not make the tree dirty.
-	dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=normal", "--", ".", ":!bench/RESULTS.md", ":!bench/*.svg").Output()
 	fmt.Fprintf(&sb, "# make bench — one process (A) against four (B), by scale\n\n")
-	fmt.Fprintf(&sb, "- commit: `%s`%s\n", strings.TrimSpace(string(commit)), uncommitted(string(dirty)))
+	fmt.Fprintf(&sb, "- commit: %s\n", built)
 	fmt.Fprintf(&sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&sb, "- date: %s; the runs took %s\n", time.Now().UTC().Format(time.RFC3339), took.Round(time.Second))
 	fmt.Fprintf(&sb, "- A: `bin/k3s-like server` (embedded etcd, the three components as goroutines). B: `etcd` + `kube-apiserver` + `kube-scheduler` + `kube-controller-manager` as four processes, built from the same k8s.io/kubernetes and go.etcd.io/etcd versions, with the flags A's `--dry-run` prints (taken before B's clock starts), the same PKI layout and the same loopback ports layout. Leader election on in both; the scheduler's and the controller-manager's client QPS/burst raised to %s/%s in both (`--kube-api-qps`, `--kube-api-burst`; the defaults, 50/100 and 20/30, throttle the larger scales for minutes).\n", componentQPS, componentBurst)
@@ -313,6 +311,35 @@ func sharedNote(rs []result, load0 string) string {
 	return fmt.Sprintf("- **the machine was shared**: other processes (other engineers' builds and tests) used %.2f of the %d CPUs on average during the runs (exec → all bound), %.2f in the busiest run%s. A and B alternate, so both met it, but not equally (each scale's table gives the other processes' CPU during A's and B's runs): absolute figures (times, CPU, p99) are noisier than the ratios. Under contention the kernel shares the CPUs by thread: A runs Go code on at most GOMAXPROCS (%d) threads in one process, B on up to 4 × %d in four, so B likely gets the larger share, and A's times (ready, workload, p99) suffer more than B's.\n", avg, runtime.NumCPU(), worst, load, runtime.NumCPU(), runtime.NumCPU())
 }
 
+// provenance says which kubeharness commit the k3s-like binary was built
+// from (its Go build info: vcs.revision, vcs.modified), and when the tree
+// was modified, which files `git status` lists now (before the runs); git
+// rev-parse HEAD when the binary carries no VCS information.
+func provenance(k3sLike string) string {
+	var rev string
+	modified := false
+	if bi, err := buildinfo.ReadFile(k3sLike); err == nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	// The report and charts themselves (rewritten by every run) do not make the tree dirty.
+	dirty, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=normal", "--", ".", ":!bench/RESULTS.md", ":!bench/*.svg").Output()
+	if rev == "" {
+		head, _ := exec.Command("git", "rev-parse", "HEAD").Output()
+		return fmt.Sprintf("`%s` (HEAD; k3s-like carries no VCS information)%s", strings.TrimSpace(string(head)), uncommitted(string(dirty)))
+	}
+	if !modified {
+		return fmt.Sprintf("`%s` (k3s-like's build info: built from a clean tree)", rev)
+	}
+	return fmt.Sprintf("`%s` (k3s-like's build info)%s", rev, uncommitted(string(dirty)))
+}
+
 // uncommitted names the files `git status --porcelain` lists, if any: the
 // binaries were built from the working tree.
 func uncommitted(porcelain string) string {
@@ -328,7 +355,7 @@ func uncommitted(porcelain string) string {
 	if len(files) > 12 {
 		files = append(files[:12], fmt.Sprintf("and %d more", len(files)-12))
 	}
-	return " with uncommitted changes in the working tree the binaries were built from: " + strings.Join(files, ", ")
+	return " with uncommitted changes in the working tree: " + strings.Join(files, ", ")
 }
 
 func values(rs []result, get func(result) float64) []float64 {
