@@ -58,6 +58,18 @@ type Harness struct {
 	// The first error stops the run before anything starts; later hooks do
 	// not run. Append to the list; do not replace what others put there.
 	AfterBarrier []BarrierHook
+	// Recover, when set, decides what a component's failure while running
+	// (after it was ready) does: true restarts that component, and the
+	// components depending on it, with their arguments unchanged — as
+	// Restart does — while the others keep running, instead of stopping
+	// the harness. A distro uses it to demote a scheduler or
+	// controller-manager that lost its leader-election lease
+	// (components.ErrLeaseLost) back to a standby that campaigns again,
+	// where upstream exits the process. err is what Run returned. The
+	// component is Failed until its new instance starts; its restart
+	// counts in ComponentStatus.Restarts. A restart that fails stops the
+	// harness, with both errors. nil: every failure stops the harness.
+	Recover func(component string, err error) bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every state or phase change
@@ -91,12 +103,13 @@ type unit struct {
 	runErr   error // Run's result, valid once done is closed
 
 	// guarded by Harness.mu
-	state    State
-	err      error
-	since    time.Time
-	stopping bool
-	restarts int               // how many instances before this one Restart replaced
-	flags    map[string]string // the effective flags, redacted, once parsed
+	state      State
+	err        error
+	since      time.Time
+	stopping   bool
+	restarts   int               // how many instances before this one Restart replaced
+	recovering bool              // failed, and Harness.Recover restarts it
+	flags      map[string]string // the effective flags, redacted, once parsed
 }
 
 // Add adds a component with its arguments (exactly what its upstream binary
@@ -124,6 +137,9 @@ type run struct {
 	plan    *scoping.Plan // once the barrier reconciled
 
 	restart chan struct{} // holds a token while a Restart or the stop phase runs
+	// recovering counts the goroutines restarting a component Recover kept
+	// (Run waits for them before it returns).
+	recovering sync.WaitGroup
 
 	mu   sync.Mutex
 	errs []error // failures, first one first
@@ -154,6 +170,7 @@ func (h *Harness) Run(ctx context.Context) error {
 	}
 	r.restart <- struct{}{} // wait for a Restart in progress; none starts after
 	_ = r.timed(PhaseStop, r.stop)
+	r.recovering.Wait()
 	h.mu.Lock()
 	h.phase, h.running, h.cur = PhaseDone, false, nil
 	h.notifyLocked()
@@ -556,10 +573,35 @@ func (r *run) launch(u *unit) {
 		if err == nil {
 			err = ErrExited
 		}
-		err = &ComponentError{Component: u.c.Name(), Phase: phase, Err: err}
-		r.setState(u, Failed, err)
-		r.failWith(err)
+		recover := phase == PhaseRun && r.h.Recover != nil && r.h.Recover(u.c.Name(), err)
+		cerr := &ComponentError{Component: u.c.Name(), Phase: phase, Err: err}
+		r.h.mu.Lock()
+		u.recovering = recover
+		r.h.mu.Unlock()
+		r.setState(u, Failed, cerr)
+		if !recover {
+			r.failWith(cerr)
+			return
+		}
+		r.recovering.Go(func() { r.recoverUnit(u, cerr) })
 	}()
+}
+
+// recoverUnit restarts a component whose failure Harness.Recover kept from
+// stopping the harness, as Restart does with its arguments unchanged
+// (with its dependents). If it cannot be restarted, its failure is the
+// harness's after all: recorded (after the restart's own error, if any),
+// and the harness stops — unless the caller is stopping it anyway.
+func (r *run) recoverUnit(u *unit, cause *ComponentError) {
+	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "err", cause.Err)
+	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), nil)
+	switch {
+	case err == nil:
+	case r.ctx.Err() != nil:
+		r.log.Info("Restart after a failure interrupted by the stop", "component", u.c.Name(), "err", err)
+	default:
+		r.failWith(fmt.Errorf("%w; restarting it failed: %v", cause, err))
+	}
 }
 
 // wait blocks until the caller cancels or a component fails.

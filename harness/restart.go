@@ -133,9 +133,9 @@ func (r *run) restartSet(name string) ([]*unit, error) {
 			return nil, fmt.Errorf("harness: cannot restart %s: %s", name, why)
 		}
 		r.h.mu.Lock()
-		st := u.state
+		st, recovering := u.state, u.recovering
 		r.h.mu.Unlock()
-		if st != Ready {
+		if st != Ready && !(u == set[0] && recovering) {
 			return nil, fmt.Errorf("harness: cannot restart %s: %s is %s, not ready", name, u.c.Name(), st)
 		}
 	}

@@ -1,0 +1,145 @@
+package harness_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+var errLost = errors.New("lost the leader-election lease")
+
+// recoverer is a Harness.Recover that keeps errLost and records what it
+// was asked.
+type recoverer struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (r *recoverer) recover(name string, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, name+": "+err.Error())
+	return errors.Is(err, errLost)
+}
+
+func (r *recoverer) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.asked...)
+}
+
+func restarts(h *harness.Harness) map[string]int {
+	out := map[string]int{}
+	for _, c := range h.Status().Components {
+		out[c.Name] = c.Restarts
+	}
+	return out
+}
+
+// TestRecoverRestartsAFailedComponent: a ← b ← c; b fails after it was
+// ready with an error Recover keeps: b and c are restarted (their new
+// instances run and are ready), a runs on, Run does not fail, and the stop
+// is clean.
+func TestRecoverRestartsAFailedComponent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		rec := &recoverer{}
+		h.Recover = rec.recover
+		j := &journal{}
+		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
+		b.failAfter, b.failErr = 5*time.Second, errLost // the renewed instance does not fail
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		require.NoError(t, h.Add(c, nil, "b"))
+		stop, done := runUntil(t, h)
+		synctest.Wait()
+		require.True(t, h.Status().Ready())
+
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		default:
+		}
+		assert.True(t, h.Status().Ready(), "every component ready again")
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1}, restarts(h))
+		assert.Equal(t, []string{"b: lost the leader-election lease"}, rec.list())
+		assert.Equal(t, 2, len(filter(j.list(), "run b")), "b ran twice")
+		assert.NotContains(t, j.list(), "stop a", "a keeps running")
+
+		require.NoError(t, stop(), "the kept failure is no error of Run")
+		for _, cs := range h.Status().Components {
+			assert.Equal(t, harness.Stopped, cs.State, cs.Name)
+		}
+	})
+}
+
+// TestRecoverDeclines: Recover says no (another error): the harness stops,
+// as without Recover, and Run returns the failure.
+func TestRecoverDeclines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		rec := &recoverer{}
+		h.Recover = rec.recover
+		j := &journal{}
+		a, b := newRenewable("a", j), newRenewable("b", j)
+		b.failAfter, b.failErr = 5*time.Second, errBoom
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		err := h.Run(t.Context())
+		var ce *harness.ComponentError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "b", ce.Component)
+		assert.ErrorIs(t, err, errBoom)
+		assert.Equal(t, []string{"b: boom"}, rec.list())
+		assert.Contains(t, j.list(), "stop a")
+	})
+}
+
+// TestRecoverRestartFails: the new instance never becomes ready: the
+// harness stops, and the error names the failure and the failed restart.
+func TestRecoverRestartFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		rec := &recoverer{}
+		h.Recover = rec.recover
+		j := &journal{}
+		a, b := newRenewable("a", j), newRenewable("b", j)
+		b.failAfter, b.failErr = 5*time.Second, errLost
+		b.renewed = func(n *renewable) { n.neverReady = true }
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		err := h.Run(t.Context())
+		require.Error(t, err)
+		assert.ErrorIs(t, err, errLost)
+		assert.ErrorContains(t, err, "restarting it failed")
+		var de *harness.DeadlineError
+		assert.ErrorAs(t, err, &de, "the new instance's Ready timed out")
+		assert.Contains(t, j.list(), "stop a")
+	})
+}
+
+// TestRecoverNotAskedBeforeReady: a failure while starting is no failure
+// while running: Recover is not asked, the harness stops.
+func TestRecoverNotAskedBeforeReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		rec := &recoverer{}
+		h.Recover = rec.recover
+		j := &journal{}
+		a := newRenewable("a", j)
+		a.failAfter, a.failErr, a.neverReady = time.Second, errLost, true
+		require.NoError(t, h.Add(a, nil))
+		err := h.Run(t.Context())
+		assert.ErrorIs(t, err, errLost)
+		assert.Empty(t, rec.list())
+	})
+}
