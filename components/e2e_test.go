@@ -120,8 +120,10 @@ func TestStopBeforeReady(t *testing.T) {
 }
 
 // newControlPlane adds the three adapters (and extra components between the
-// apiserver and the others, so that they stop after the scheduler and the
-// controller-manager and before the apiserver) to a new harness.
+// apiserver and the others: they depend on the apiserver, the scheduler and
+// the controller-manager depend on them, so that they stop after the
+// scheduler and the controller-manager and before the apiserver) to a new
+// harness.
 func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs, kcmArgs []string, extra ...harness.Component) *controlPlane {
 	t.Helper()
 	cp := &controlPlane{
@@ -131,11 +133,13 @@ func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs
 		kcm:       components.NewControllerManager(),
 	}
 	require.NoError(t, cp.h.Add(cp.api, env.APIServerArgs(apiArgs...)))
+	deps := []string{components.APIServerName}
 	for _, c := range extra {
 		require.NoError(t, cp.h.Add(c, nil, components.APIServerName))
+		deps = append(deps, c.Name())
 	}
-	require.NoError(t, cp.h.Add(cp.scheduler, env.SchedulerArgs(schedArgs...), components.APIServerName))
-	require.NoError(t, cp.h.Add(cp.kcm, env.ControllerManagerArgs(kcmArgs...), components.APIServerName))
+	require.NoError(t, cp.h.Add(cp.scheduler, env.SchedulerArgs(schedArgs...), deps...))
+	require.NoError(t, cp.h.Add(cp.kcm, env.ControllerManagerArgs(kcmArgs...), deps...))
 	return cp
 }
 

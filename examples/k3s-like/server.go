@@ -54,6 +54,7 @@ type serverOptions struct {
 	net               network // resolved from the flags above by run
 	logging           logging
 	memoryLimit       string
+	exitOnLeaseLoss   bool
 	httpsPort         int
 	apiserverArgs     []string
 	schedulerArgs     []string
@@ -140,6 +141,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f.StringVar(&o.logging.vmodule, "vmodule", "", "Per-file log verbosity, pattern=N,... (klog's), for the whole process")
 	f.StringVar(&o.logging.format, "logging-format", "", "Log format for the whole process, text or json: the server's own lines, the harness, the components and embedded etcd (default text)")
 	f.StringVarP(&o.logging.file, "log", "l", "", "Write the log here (appended, created 0600) instead of stderr")
+	f.BoolVar(&o.exitOnLeaseLoss, "exit-on-lease-loss", false, "Stop the whole server when kube-scheduler or kube-controller-manager loses its leader-election lease (upstream's behaviour); by default that component alone goes back to standby and campaigns again, and kube-apiserver keeps serving")
 	f.StringVar(&o.memoryLimit, "memory-limit", "", "Go's soft memory limit for the whole process (a quantity: 512Mi, 1G): the garbage collector works harder near it instead of letting the heap grow; default none (also $GOMEMLIMIT)")
 	f.IntVar(&o.etcdClientPort, "etcd-client-port", 2379, "Embedded etcd client port (loopback)")
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
@@ -285,6 +287,12 @@ func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
 // newControlPlane adds the components this server runs, with their arguments.
 func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane, error) {
 	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
+	if !o.exitOnLeaseLoss {
+		// A lost lease (a datastore stalled longer than the renew
+		// deadline) demotes that component to a standby that campaigns
+		// again; upstream would exit the process, apiserver and all.
+		h.Recover = func(_ string, err error) bool { return errors.Is(err, components.ErrLeaseLost) }
+	}
 	cp := &controlPlane{h: h}
 	apiDeps := []string{}
 	if !o.externalDatastore() {
