@@ -128,7 +128,7 @@ func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.g
 // If the user enabled it, Run then runs app.Run inside its own client-go
 // elector with those settings, a hostname_uuid identity (as upstream),
 // leader-election events recorded as "kube-controller-manager", and
-// ReleaseOnCancel (whatever the
+// the lease released on stop within a second (whatever the
 // ControllerManagerReleaseLeaderElectionLockOnExit gate says). A lost lease
 // stops only this component: Run returns an error wrapping ErrLeaseLost.
 // Differences from upstream: a standby serves no /healthz (the port is

@@ -143,8 +143,9 @@
 // (kube-scheduler os.Exit(0) when its context ends and klog.FlushAndExit on a
 // lost lease; kube-controller-manager FlushAndExit unless the release-on-exit
 // gate is on). The adapters turn upstream's elector off and run client-go's
-// elector themselves with ReleaseOnCancel; releasing or losing the lease
-// stops only that component (see Scheduler.Run, ControllerManager.Run and
+// elector themselves, releasing the lease on stop within a second (a
+// datastore that does not answer does not hold up the stop); releasing or
+// losing the lease stops only that component (see Scheduler.Run, ControllerManager.Run and
 // LeaderElection). kube-apiserver's post-start hooks klog.Fatalf when their
 // context is cancelled before they finished; APIServer.Run therefore never
 // cancels the server before it was ready once. Other klog.Fatal paths

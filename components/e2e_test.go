@@ -185,7 +185,7 @@ func scenarioDeploy(t *testing.T) {
 		assert.Equal(t, harness.Stopped, c.State, "%s: %s", c.Name, c.Error)
 	}
 	// Read after the scheduler and the controller-manager stopped, before
-	// the apiserver did: ReleaseOnCancel empties the holder.
+	// the apiserver did: the release on stop empties the holder.
 	require.NoError(t, leases.err)
 	for _, name := range []string{components.SchedulerName, components.ControllerManagerName} {
 		h, ok := leases.holders[name]

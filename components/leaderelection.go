@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -91,7 +92,7 @@ func (le *LeaderElection) lease(component string, kubeconfig *rest.Config) (*lea
 var ErrLeaseLost = errors.New("lost the leader-election lease")
 
 // elector runs a component's work while it holds its lease, with
-// client-go's LeaderElector and ReleaseOnCancel, and never exits the
+// client-go's LeaderElector and a bounded release (releaseLease), and never exits the
 // process. It also tells Ready whether the component is a standby (another
 // holder has the lease), which counts as ready: the harness must not wait
 // forever for a component that is healthy but not leading.
@@ -133,12 +134,13 @@ func (e *elector) observedOtherLeader() {
 }
 
 // run runs work under the lease described by cfg (Lock, durations, Name,
-// WatchDog are used; Callbacks and ReleaseOnCancel are set here).
+// WatchDog are used; Callbacks are set here, ReleaseOnCancel off).
 //
 // Order on stop (ctx cancelled): work's context is cancelled, run waits for
 // work to return, and only then stops renewing and releases the lease
-// (ReleaseOnCancel), so that a successor never runs while this one is still
-// stopping. If the lease is lost, work's context is cancelled with
+// (releaseLease, within leaseReleaseBudget: with the datastore gone the
+// lease expires on its own instead), so that a successor never runs while
+// this one is still stopping. If the lease is lost, work's context is cancelled with
 // ErrLeaseLost as the cause, run waits for work, and returns an error
 // wrapping ErrLeaseLost. If work returns on its own, the lease is released
 // and its error returned. If ctx is cancelled before the lease was
@@ -194,7 +196,11 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		}
 	}
 	cfg.Callbacks = callbacks
-	cfg.ReleaseOnCancel = true
+	// Not client-go's ReleaseOnCancel: it releases with the renew deadline
+	// as its only bound (10 s by default, per component), which a stop
+	// with the datastore gone waits out. releaseLease below has
+	// leaseReleaseBudget.
+	cfg.ReleaseOnCancel = false
 	le, err := leaderelection.NewLeaderElector(cfg)
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
@@ -228,6 +234,15 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if leading && !lost {
+		// work returned and the elector stopped renewing: hand the lease
+		// over at once instead of letting it expire, within a second.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseBudget)
+		if err := releaseLease(rctx, cfg.Lock, identity); err != nil {
+			logger.Info("Leader election: the lease was not released; it expires on its own", "lease", cfg.Name, "err", err)
+		}
+		cancel()
+	}
 	switch {
 	case lost:
 		return fmt.Errorf("%w %s (held as %s)", ErrLeaseLost, cfg.Lock.Describe(), identity)
@@ -235,6 +250,31 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		return fmt.Errorf("leader election for %s ended without acquiring the lease", cfg.Lock.Describe())
 	}
 	return workErr
+}
+
+// leaseReleaseBudget bounds the release of a lease on stop: with the
+// datastore unreachable the release fails after it, and the lease expires
+// on its own (LeaseDuration) instead of holding up the stop.
+const leaseReleaseBudget = time.Second
+
+// releaseLease releases lock if identity still holds it, as client-go's
+// ReleaseOnCancel does (an empty holder, a 1 s lease duration), bounded by
+// ctx.
+func releaseLease(ctx context.Context, lock resourcelock.Interface, identity string) error {
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if rec.HolderIdentity != identity {
+		return nil // taken over meanwhile: not ours to release
+	}
+	now := metav1.NewTime(time.Now())
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		RenewTime:            now,
+		AcquireTime:          now,
+	})
 }
 
 // recordLeaderEvents gives a lease lock an event recorder of its own, whose

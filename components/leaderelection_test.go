@@ -24,6 +24,18 @@ type memStore struct {
 	mu      sync.Mutex
 	rec     *rl.LeaderElectionRecord
 	version int
+	// hung: every Get and Update blocks until its context ends, as with a
+	// datastore that does not answer.
+	hung atomic.Bool
+}
+
+// wait blocks while the store is hung, until ctx ends (then its error).
+func (s *memStore) wait(ctx context.Context) error {
+	if !s.hung.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 func (s *memStore) holder() string {
@@ -51,7 +63,10 @@ type memLock struct {
 	seen  int // the version this lock last read or wrote
 }
 
-func (l *memLock) Get(context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+func (l *memLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	if err := l.store.wait(ctx); err != nil {
+		return nil, nil, err
+	}
 	l.store.mu.Lock()
 	defer l.store.mu.Unlock()
 	if l.store.rec == nil {
@@ -75,7 +90,10 @@ func (l *memLock) Create(_ context.Context, r rl.LeaderElectionRecord) error {
 	return nil
 }
 
-func (l *memLock) Update(_ context.Context, r rl.LeaderElectionRecord) error {
+func (l *memLock) Update(ctx context.Context, r rl.LeaderElectionRecord) error {
+	if err := l.store.wait(ctx); err != nil {
+		return err
+	}
 	l.store.mu.Lock()
 	defer l.store.mu.Unlock()
 	if l.store.rec == nil || l.seen != l.store.version {
@@ -126,7 +144,41 @@ func TestElectorReleasesAfterWorkReturned(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	assert.True(t, heldWhileStopping.Load(), "the lease is held until work returned")
-	assert.Empty(t, store.holder(), "released on stop (ReleaseOnCancel)")
+	assert.Empty(t, store.holder(), "released on stop")
+}
+
+// TestElectorReleaseIsBounded: the datastore stops answering while the
+// component stops: the release gives up after leaseReleaseBudget (the
+// lease then expires on its own) and the stop is not held up by the renew
+// deadline.
+func TestElectorReleaseIsBounded(t *testing.T) {
+	store := &memStore{}
+	e := newElector("test")
+	cfg := testElection(store, "me")
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = time.Minute, 30*time.Second, time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(ctx, cfg, func(wctx context.Context) error {
+			close(started)
+			<-wctx.Done()
+			return nil
+		})
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never leading")
+	}
+	store.hung.Store(true)
+	start := time.Now()
+	cancel()
+	require.NoError(t, <-done)
+	took := time.Since(start)
+	assert.Less(t, took, leaseReleaseBudget+500*time.Millisecond, "the stop waited %s", took)
+	assert.GreaterOrEqual(t, took, leaseReleaseBudget, "it tried to release for the whole budget")
+	assert.Equal(t, "me", store.holder(), "not released: it expires on its own")
 }
 
 func TestElectorLostLease(t *testing.T) {
