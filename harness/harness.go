@@ -594,7 +594,7 @@ func (r *run) launch(u *unit) {
 // and the harness stops — unless the caller is stopping it anyway.
 func (r *run) recoverUnit(u *unit, cause *ComponentError) {
 	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "err", cause.Err)
-	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), nil)
+	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), u.args)
 	switch {
 	case err == nil:
 	case r.ctx.Err() != nil:

@@ -73,7 +73,16 @@ type Publisher struct {
 var (
 	_ harness.Component = (*Publisher)(nil)
 	_ harness.Readier   = (*Publisher)(nil)
+	_ harness.Renewer   = (*Publisher)(nil)
 )
+
+// Renew is harness.Renewer's: a new, unstarted Publisher with the same
+// settings, so that the harness can restart the components it depends on
+// (a scheduler demoted after a lost lease) and it with them.
+func (p *Publisher) Renew() harness.Component {
+	return &Publisher{Server: p.Server, FieldManager: p.FieldManager, UserAgent: p.UserAgent, Kubeconfig: p.Kubeconfig,
+		Plan: p.Plan, Logf: p.Logf, Concurrency: p.Concurrency, MaxBackoff: p.MaxBackoff}
+}
 
 // Name returns Name, "feature-publisher".
 func (p *Publisher) Name() string { return Name }

@@ -2,6 +2,7 @@ package featurepub_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,4 +59,20 @@ func TestEmbeddedCRD(t *testing.T) {
 	servers := v.Schema.OpenAPIV3Schema.Properties["status"].Properties["servers"]
 	assert.Equal(t, "map", *servers.XListType)
 	assert.Equal(t, []string{"server"}, servers.XListMapKeys)
+}
+
+// TestRenew: a renewed Publisher has the settings and none of the run
+// state.
+func TestRenew(t *testing.T) {
+	plan := func() *scoping.Plan { return nil }
+	p := &featurepub.Publisher{Server: "a", FieldManager: "fm", UserAgent: "ua", Kubeconfig: "/k", Plan: plan, Concurrency: 3, MaxBackoff: time.Second}
+	n := p.Renew().(*featurepub.Publisher)
+	assert.Equal(t, "a", n.Server)
+	assert.Equal(t, "fm", n.FieldManager)
+	assert.Equal(t, "ua", n.UserAgent)
+	assert.Equal(t, "/k", n.Kubeconfig)
+	assert.Equal(t, 3, n.Concurrency)
+	assert.Equal(t, time.Second, n.MaxBackoff)
+	assert.NotNil(t, n.Plan)
+	assert.NotSame(t, p, n)
 }
