@@ -40,6 +40,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(etcdChildEnv); dir != "" {
+		os.Exit(runEtcdChild(dir)) // this test binary as an external etcd (faults_e2e_test.go)
+	}
 	dir, err := os.MkdirTemp("", "k3s-like-e2e-")
 	if err != nil {
 		panic(err)

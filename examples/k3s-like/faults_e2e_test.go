@@ -1,0 +1,214 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// etcdChildEnv makes the test binary an external etcd (runEtcdChild): a
+// process of its own, which a test can pause with SIGSTOP, as a stalled
+// disk or an overloaded datastore host stalls etcd.
+const etcdChildEnv = "K3S_LIKE_E2E_ETCD_DIR"
+
+// runEtcdChild runs a single-member etcd on loopback with its PKI in dir
+// (testenv), prints "ETCD-READY <client URL>" and serves until SIGTERM.
+func runEtcdChild(dir string) int {
+	files, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "pki"), APIServerURL: "https://127.0.0.1:6443"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd child:", err)
+		return 1
+	}
+	e, err := testenv.StartEtcd(filepath.Join(dir, "etcd"), files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd child:", err)
+		return 1
+	}
+	fmt.Println("ETCD-READY " + e.ClientURL)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	<-ctx.Done()
+	e.Close()
+	return 0
+}
+
+// etcdProcess starts runEtcdChild in a process of its own and returns the
+// server flags that point at it, and the process. It is stopped (and
+// continued first, if paused) at the end of the test.
+func etcdProcess(t *testing.T) ([]string, *os.Process) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), etcdChildEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
+	require.NoError(t, err)
+	cmd.Stderr = logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	})
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "ETCD-READY "); ok {
+				url <- u
+			}
+		}
+	}()
+	var clientURL string
+	select {
+	case clientURL = <-url:
+	case <-time.After(time.Minute):
+		t.Fatalf("the etcd process is not ready within a minute")
+	}
+	layout := pki.Layout{Dir: filepath.Join(dir, "pki")}
+	return []string{
+		"--datastore-endpoint=" + clientURL,
+		"--datastore-cafile=" + layout.EtcdCA().CertFile,
+		"--datastore-certfile=" + layout.APIServerEtcdClient().CertFile,
+		"--datastore-keyfile=" + layout.APIServerEtcdClient().KeyFile,
+	}, cmd.Process
+}
+
+// faultPauses are the etcd pauses TestSurvivesDatastorePause injects:
+// $K3S_LIKE_FAULT_PAUSES (make faults: "5s 15s 30s"), else one of 15 s
+// (make test's short form).
+func faultPauses(t *testing.T) []time.Duration {
+	spec := os.Getenv("K3S_LIKE_FAULT_PAUSES")
+	if spec == "" {
+		return []time.Duration{15 * time.Second}
+	}
+	var out []time.Duration
+	for _, f := range strings.Fields(spec) {
+		d, err := time.ParseDuration(f)
+		require.NoError(t, err, "K3S_LIKE_FAULT_PAUSES")
+		out = append(out, d)
+	}
+	return out
+}
+
+// leaseFresh reports whether the lease has a holder that renewed it after
+// since.
+func leaseFresh(ctx context.Context, c kubernetes.Interface, name string, since time.Time) (string, bool) {
+	l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" || l.Spec.RenewTime == nil {
+		return "", false
+	}
+	return *l.Spec.HolderIdentity, l.Spec.RenewTime.After(since)
+}
+
+// TestSurvivesDatastorePause: a single server on an external etcd; etcd is
+// paused (SIGSTOP) longer than the leader-election renew deadline (10 s),
+// as a stalled disk does (k3s#2615, #6654, #2853). The server stays up:
+// the scheduler and the controller-manager lose their leases and go back
+// to standby (Harness.Recover: /components counts the restarts), and hold
+// them again after the resume — within 30 s: a new instance started during
+// the pause first observes the old record at the resume and, as every
+// client-go candidate, waits a whole lease duration (15 s) before it takes
+// it over; a Deployment created after the resume has its Pods bound; what
+// was written before reads back.
+//
+// Each figure is logged as "FAULT <scenario> <key>=<value> ..." (make
+// faults runs it with pauses of 5, 15 and 30 s).
+func TestSurvivesDatastorePause(t *testing.T) {
+	flags, etcdProc := etcdProcess(t)
+	s := newServer(t, t.TempDir())
+	s.start(flags...)
+	s.waitReady(2 * time.Minute)
+	ctx := t.Context()
+	c := s.client()
+	createReadyNode(ctx, t, c, "node-1")
+	_, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	leases := []string{"kube-scheduler", "kube-controller-manager"}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, l := range leases {
+			_, fresh := leaseFresh(ctx, c, l, time.Now().Add(-time.Minute))
+			assert.True(ct, fresh, l)
+		}
+	}, time.Minute, 500*time.Millisecond, "both leases held before the pause")
+
+	for i, pause := range faultPauses(t) {
+		require.NoError(t, etcdProc.Signal(syscall.SIGSTOP))
+		time.Sleep(pause)
+		require.NoError(t, etcdProc.Signal(syscall.SIGCONT))
+		resumed := time.Now()
+		select {
+		case <-s.exited:
+			t.Fatalf("the server exited during a %s datastore pause: %v\n%s", pause, s.exitErr, tail(s.stderr.String(), 40))
+		default:
+		}
+		var holders []string
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			holders = holders[:0]
+			for _, l := range leases {
+				h, fresh := leaseFresh(ctx, c, l, resumed)
+				assert.True(ct, fresh, "%s renewed after the resume", l)
+				holders = append(holders, h)
+			}
+		}, 30*time.Second, 200*time.Millisecond, "both leases held again within 30 s of the resume")
+		recovered := time.Since(resumed)
+
+		deploy := fmt.Sprintf("after-%d", i)
+		deployAndWaitBound(ctx, t, c, deploy, 2, "node-1")
+		cm, err := c.CoreV1().ConfigMaps("default").Get(ctx, "before", metav1.GetOptions{})
+		require.NoError(t, err, "written before the pause")
+		assert.Equal(t, "v", cm.Data["k"])
+		restarts := map[string]int{}
+		for _, comp := range componentsStatus(t, s) {
+			restarts[comp.Name] = comp.Restarts
+		}
+		t.Logf("FAULT etcd-pause pause=%s survived=yes leases-held-again-after=%s restarts(scheduler,controller-manager)=%d,%d objects-lost=0",
+			pause, recovered.Round(100*time.Millisecond), restarts["kube-scheduler"], restarts["kube-controller-manager"])
+		if pause > 10*time.Second {
+			assert.Positive(t, restarts["kube-scheduler"]+restarts["kube-controller-manager"], "a pause longer than the renew deadline demoted them (restarted, not exited)")
+		}
+	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(30 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+// componentsStatus reads the status endpoint's /components.
+func componentsStatus(t *testing.T, s *server) []harness.ComponentStatus {
+	t.Helper()
+	resp, err := s.statusGet("/components")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st struct {
+		Components []harness.ComponentStatus `json:"components"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st.Components
+}
