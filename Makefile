@@ -172,10 +172,12 @@ test-minimal:
 # The linker flags that stamp the version, for running go test by hand.
 # The datastore fault scenarios against the real binary: an external etcd
 # (a process of its own) paused with SIGSTOP for 5, 15 and 30 s under a
-# single server, which must stay up, take its leases again and schedule
-# (make test runs the 15 s pause only). Prints the FAULT figures.
+# single server, which must stay up, take its leases again and schedule;
+# and 10 rounds of SIGKILL in the middle of a stream of creates, after which
+# every acknowledged create must be there (make test runs one 15 s pause
+# and one round). Prints the FAULT figures.
 faults:
-	cd examples/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test $(K8S_FLAGS) -count=1 -timeout 20m -v -run '^TestSurvivesDatastorePause$$' . | grep -E '^(ok|FAIL|--- )|FAULT '; exit $${PIPESTATUS[0]}
+	cd examples/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^(TestSurvivesDatastorePause|TestNoAcknowledgedWriteLost)$$' . | grep -E '^(ok|FAIL|--- )|FAULT '; exit $${PIPESTATUS[0]}
 
 print-ldflags:
 	@echo '$(K8S_LDFLAGS)'
