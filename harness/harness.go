@@ -121,8 +121,14 @@ func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
 	if h.running || h.phase == PhaseDone {
 		return errors.New("harness: Add after Run")
 	}
-	h.units = append(h.units, &unit{c: c, args: slices.Clone(args), deps: slices.Clone(dependsOn), ready: make(chan struct{}), launched: make(chan struct{})})
+	h.units = append(h.units, newUnit(c, slices.Clone(args), slices.Clone(dependsOn)))
 	return nil
+}
+
+// newUnit is a unit not started yet: Add's, and each new instance of
+// Restart's.
+func newUnit(c Component, args, deps []string) *unit {
+	return &unit{c: c, args: args, deps: deps, ready: make(chan struct{}), launched: make(chan struct{})}
 }
 
 // run is the state of one call of Run.
@@ -378,25 +384,34 @@ func (r *run) parse() error {
 	for i, u := range r.order {
 		wg.Go(func() {
 			r.setState(u, Parsing, nil)
-			err := safely(func() error {
-				return labelled(r.ctx, u.c.Name(), func(context.Context) error {
-					if err := u.c.AddFlags(u.scope); err != nil {
-						return err
-					}
-					return u.scope.Parse(u.args)
-				})
-			})
-			if err != nil {
+			if err := r.parseUnit(u); err != nil {
 				errs[i] = &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
 				r.setState(u, Failed, err)
 				return
 			}
-			r.h.keepFlags(u)
 			r.setState(u, Parsed, nil)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// parseUnit adds u's flags to its scope and parses its arguments, under
+// its pprof label, a panic turned into an error; then it keeps u's
+// effective flags (Harness.Flags). Run's parse phase and Restart use it.
+func (r *run) parseUnit(u *unit) error {
+	err := safely(func() error {
+		return labelled(r.ctx, u.c.Name(), func(context.Context) error {
+			if err := u.c.AddFlags(u.scope); err != nil {
+				return err
+			}
+			return u.scope.Parse(u.args)
+		})
+	})
+	if err == nil {
+		r.h.keepFlags(u)
+	}
+	return err
 }
 
 // reconcile reconciles every scope into the run's plan.

@@ -36,6 +36,15 @@ func (r *recoverer) list() []string {
 	return append([]string(nil), r.asked...)
 }
 
+// recoveringHarness is newHarness with a recoverer as its Recover, and a
+// journal for its components.
+func recoveringHarness(t *testing.T) (*harness.Harness, *recoverer, *journal) {
+	h, _ := newHarness(t)
+	rec := &recoverer{}
+	h.Recover = rec.recover
+	return h, rec, &journal{}
+}
+
 func restarts(h *harness.Harness) map[string]int {
 	out := map[string]int{}
 	for _, c := range h.Status().Components {
@@ -50,10 +59,7 @@ func restarts(h *harness.Harness) map[string]int {
 // is clean.
 func TestRecoverRestartsAFailedComponent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, _ := newHarness(t)
-		rec := &recoverer{}
-		h.Recover = rec.recover
-		j := &journal{}
+		h, rec, j := recoveringHarness(t)
 		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
 		b.failAfter, b.failErr = 5*time.Second, errLost // the renewed instance does not fail
 		require.NoError(t, h.Add(a, nil))
@@ -93,10 +99,7 @@ func TestRecoverRestartsAFailedComponent(t *testing.T) {
 // as without Recover, and Run returns the failure.
 func TestRecoverDeclines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, _ := newHarness(t)
-		rec := &recoverer{}
-		h.Recover = rec.recover
-		j := &journal{}
+		h, rec, j := recoveringHarness(t)
 		a, b := newRenewable("a", j), newRenewable("b", j)
 		b.failAfter, b.failErr = 5*time.Second, errBoom
 		require.NoError(t, h.Add(a, nil))
@@ -115,10 +118,7 @@ func TestRecoverDeclines(t *testing.T) {
 // harness stops, and the error names the failure and the failed restart.
 func TestRecoverRestartFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, _ := newHarness(t)
-		rec := &recoverer{}
-		h.Recover = rec.recover
-		j := &journal{}
+		h, _, j := recoveringHarness(t)
 		a, b := newRenewable("a", j), newRenewable("b", j)
 		b.failAfter, b.failErr = 5*time.Second, errLost
 		b.renewed = func(n *renewable) { n.neverReady = true }
@@ -138,10 +138,7 @@ func TestRecoverRestartFails(t *testing.T) {
 // while running: Recover is not asked, the harness stops.
 func TestRecoverNotAskedBeforeReady(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, _ := newHarness(t)
-		rec := &recoverer{}
-		h.Recover = rec.recover
-		j := &journal{}
+		h, rec, j := recoveringHarness(t)
 		a := newRenewable("a", j)
 		a.failAfter, a.failErr, a.neverReady = time.Second, errLost, true
 		require.NoError(t, h.Add(a, nil))

@@ -57,7 +57,7 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 	fresh := make([]*unit, len(set))
 	scopes := make([]*scoping.Scope, len(set))
 	for i, old := range set {
-		u := &unit{c: old.c.(Renewer).Renew(), args: old.args, deps: old.deps, ready: make(chan struct{}), launched: make(chan struct{})}
+		u := newUnit(old.c.(Renewer).Renew(), old.args, old.deps)
 		if i == 0 {
 			u.args = slices.Clone(args)
 		}
@@ -67,18 +67,9 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 		if u.scope, err = r.barrier.Rescope(u.c.Name()); err != nil {
 			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
 		}
-		err := safely(func() error {
-			return labelled(r.ctx, u.c.Name(), func(context.Context) error {
-				if err := u.c.AddFlags(u.scope); err != nil {
-					return err
-				}
-				return u.scope.Parse(u.args)
-			})
-		})
-		if err != nil {
+		if err := r.parseUnit(u); err != nil {
 			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
 		}
-		r.h.keepFlags(u)
 		fresh[i], scopes[i] = u, u.scope
 	}
 	if err := r.barrier.Admit(scopes...); err != nil {
