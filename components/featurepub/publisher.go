@@ -258,7 +258,7 @@ func Features(plan *scoping.Plan, server string) []*featuresv1alpha1.Feature {
 				LockedToDefault:  fs.LockedToDefault,
 				EmulationVersion: plan.EmulationVersion,
 				BinaryVersion:    plan.BinaryVersion,
-				SetBy:            SetBy(fs),
+				SetBy:            fs.SetBy(),
 				Servers: []featuresv1alpha1.ServerFeature{{
 					Server:           server,
 					Enabled:          fs.Enabled,
@@ -272,10 +272,6 @@ func Features(plan *scoping.Plan, server string) []*featuresv1alpha1.Feature {
 	}
 	return out
 }
-
-// SetBy is the SET-BY column: component=value for each component that set
-// the gate by flag, else the plan's source (default, emulated-version).
-func SetBy(fs scoping.FeatureState) string { return fs.SetBy() }
 
 // applyAll applies every Feature, Concurrency at a time, and reports how
 // many failed and the first error; it stops starting applies when ctx ends.
