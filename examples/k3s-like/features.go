@@ -21,8 +21,8 @@ import (
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// The -o formats of `k3s-like features`, as kubectl's.
-var featureOutputs = []string{"table", "wide", "json", "yaml", "name"}
+// featureOutputs are the -o formats of `k3s-like features`, as kubectl's.
+func featureOutputs() []string { return []string{"table", "wide", "json", "yaml", "name"} }
 
 func newFeaturesCommand() *cobra.Command {
 	var status statusClient
@@ -54,7 +54,7 @@ text; -o wide adds SERVERS and the emulated and binary versions; -o json and
 	}
 	status.addFlags(cmd)
 	hostname, _ := os.Hostname()
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(featureOutputs, ", "))
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(featureOutputs(), ", "))
 	cmd.Flags().BoolVar(&opts.noHeaders, "no-headers", false, "table and wide: print no header line")
 	cmd.Flags().StringVar(&opts.nodeName, "node-name", hostname, "The server's --node-name: its entry in status.servers (-o wide, json, yaml)")
 	// KEP-3920 feature discovery: `k3s-like features check -f FILE|-` (features_check.go).
@@ -70,8 +70,8 @@ type featuresOptions struct {
 }
 
 func (o *featuresOptions) validate() error {
-	if !slices.Contains(featureOutputs, o.output) {
-		return fmt.Errorf("-o %s: unknown output format; use one of %s", o.output, strings.Join(featureOutputs, ", "))
+	if !slices.Contains(featureOutputs(), o.output) {
+		return fmt.Errorf("-o %s: unknown output format; use one of %s", o.output, strings.Join(featureOutputs(), ", "))
 	}
 	return nil
 }

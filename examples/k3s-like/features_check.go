@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
 )
 
@@ -47,14 +47,14 @@ API-level only: field-level gates, admission, webhooks and controllers are not c
 				kubeconfig = os.Getenv("KUBECONFIG")
 			}
 			if kubeconfig == "" {
-				kubeconfig = filepath.Join(dataDir, "admin.kubeconfig")
+				kubeconfig = datadir.AdminKubeconfig(dataDir)
 			}
 			return runFeaturesCheck(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), file, kubeconfig)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifest file, or - for stdin")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster (default $KUBECONFIG, else DATA_DIR/admin.kubeconfig)")
-	cmd.Flags().StringVarP(&dataDir, "data-dir", "d", filepath.Join(home, ".k3s-like"), "The server's --data-dir, for its admin.kubeconfig")
+	cmd.Flags().StringVarP(&dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "The server's --data-dir, for its admin.kubeconfig")
 	return cmd
 }
 
