@@ -19,7 +19,13 @@
 // Run starts etcd, reports ready once etcd serves clients (Ready), and
 // serves until its context ends; then it closes etcd and returns nil. If
 // etcd stops or fails on its own, Run returns the error, and the harness
-// stops the rest of the control plane. Nothing is listened on or written
+// stops the rest of the control plane. Where etcd gives up itself (a zap
+// Panic or Fatal entry of its logger, e.g. "failed to create WAL" or
+// "failed to commit tx" on a full disk), the error names the data dir: a
+// Panic during the start is Run's error ("embedded etcd: data dir DIR:
+// failed to create WAL: no space left on device"), not a stack trace; a
+// Fatal still exits the process with status 1, as etcd means it to, after a
+// line that names the data dir. Nothing is listened on or written
 // before Run: as a harness component, etcd starts only after the barrier
 // passed.
 //

@@ -216,7 +216,7 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	target, _ := c.storageTarget() // validated above
 	logger := klog.FromContext(ctx).WithName(Name)
 	var closing atomic.Bool
-	zl, err := newZapLogger(logger, c.logLevel(), &closing)
+	zl, err := newZapLogger(logger, c.logLevel(), &closing, failureHooks(c.DataDir, logger, os.Exit)...)
 	if err != nil {
 		return err
 	}
@@ -248,8 +248,16 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	}
 	cfg.PeerTLSInfo = cfg.ClientTLSInfo
 
-	srv, err := embed.StartEtcd(cfg)
-	if err != nil {
+	var srv *embed.Etcd
+	err = catchFailure(func() (err error) {
+		srv, err = embed.StartEtcd(cfg)
+		return err
+	})
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		return err // it names the data dir
+	case err != nil:
 		return fmt.Errorf("etcd: starting in %s: %w", c.DataDir, err)
 	}
 	defer func() {

@@ -29,14 +29,14 @@ func NewZapLogger(logger logr.Logger, level string) (*zap.Logger, error) {
 // newZapLogger is NewZapLogger; once closing is true, the warnings and
 // errors etcd logs about its own listeners being closed (net.ErrClosed,
 // http.ErrServerClosed) are logged as logger.V(2).Info: Close logs them as
-// errors on every clean stop.
-func newZapLogger(logger logr.Logger, level string, closing *atomic.Bool) (*zap.Logger, error) {
+// errors on every clean stop. opts are the zap logger's (failureHooks).
+func newZapLogger(logger logr.Logger, level string, closing *atomic.Bool, opts ...zap.Option) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("etcd: log level: %w", err)
 	}
 	// Write, CheckedEntry.Write, zap.Logger.Warn (say), then etcd's caller.
-	return zap.New(&logrCore{LevelEnabler: lvl, logger: logger.WithCallDepth(3), closing: closing}), nil
+	return zap.New(&logrCore{LevelEnabler: lvl, logger: logger.WithCallDepth(3), closing: closing}, opts...), nil
 }
 
 // logrCore is a zapcore.Core that forwards entries to a logr.Logger.
