@@ -112,16 +112,22 @@ func (a *APIServer) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The peer-endpoint reconciler (UnknownVersionInteroperabilityProxy,
-	// on by default since 1.36) removes this apiserver's peer lease in a
-	// pre-shutdown hook and waits up to twice its interval for etcd to
-	// answer: 20 s with upstream's 10 s, which has no flag. A stop with the
-	// datastore gone would overrun any sensible stop timeout; at
-	// peerEndpointReconcileInterval it waits 6 s at most, for one lease
-	// write every 3 s instead of every 10 s.
-	if cfg.KubeAPIs.ControlPlane.PeerEndpointReconcileInterval == 0 {
-		cfg.KubeAPIs.ControlPlane.PeerEndpointReconcileInterval = peerEndpointReconcileInterval
+	fence := newRequestFence()
+	defer fence.close(errors.New("kube-apiserver returned"))
+	fence.wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
+	var reconcilerStorage []*fencedStorage
+	if r := cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler; r != nil {
+		fr := newFencedPeerReconciler(r, fence.ctx, stopGrace)
+		cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler = fr
+		reconcilerStorage = append(reconcilerStorage, fr.storage)
 	}
+	defer func() {
+		for _, s := range reconcilerStorage {
+			if !s.wait(stopGrace) {
+				logger.Info("A reconciler's etcd client is still closing; left to finish on its own", "after", stopGrace)
+			}
+		}
+	}()
 	closeListener := func() {
 		if ss := cfg.KubeAPIs.ControlPlane.Generic.SecureServing; ss != nil && ss.Listener != nil {
 			_ = ss.Listener.Close()
@@ -131,6 +137,11 @@ func (a *APIServer) serve(ctx context.Context) error {
 	if err != nil {
 		closeListener()
 		return err
+	}
+	if r := cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler; r != nil { // made by Complete
+		fr := newFencedEndpointReconciler(r, fence.ctx, stopGrace)
+		cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler = fr
+		reconcilerStorage = append(reconcilerStorage, fr.storage)
 	}
 	srv, err := kasapp.CreateServerChain(cc)
 	if err != nil {
@@ -180,14 +191,11 @@ func (a *APIServer) serve(ctx context.Context) error {
 			return err
 		}
 	}
+	stopFence := fence.closeAfter(srvCtx, APIServerName, stopGrace)
+	defer stopFence()
 	cancelSrv()
 	return <-served
 }
-
-// peerEndpointReconcileInterval is the adapter's interval of
-// kube-apiserver's peer-endpoint lease reconciler (upstream: 10 s): its
-// pre-shutdown hook waits twice that for etcd.
-const peerEndpointReconcileInterval = 3 * time.Second
 
 // pollReady GETs /readyz with the server's loopback client until it
 // answers 200, then marks the server ready.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/klog/v2"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
 	kcmopts "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
@@ -22,6 +25,15 @@ import (
 // ControllerManagerName is the component name of the
 // kube-controller-manager adapter.
 const ControllerManagerName = "kube-controller-manager"
+
+// controllerShutdownTimeout is the adapter's default of
+// --controller-shutdown-timeout (upstream: 10 s), how long upstream's Run
+// waits for its controllers after the stop before it returns without them.
+// In one process every second of it delays the apiserver's stop, and with
+// the datastore gone a controller can be held up past the fence
+// (fence.go): kube-controller-manager's per-controller credentials retry a
+// failed token request for 3.5 s, sleeping, whatever its context says.
+const controllerShutdownTimeout = 2 * time.Second
 
 // kcmInformerName is the client-go informer name upstream's
 // CreateControllerContext registers (process-wide; see Run).
@@ -87,19 +99,25 @@ func (m *ControllerManager) WithRESTConfig(cfg *rest.Config) *ControllerManager 
 func (m *ControllerManager) Name() string { return ControllerManagerName }
 
 // Renew returns a new, unstarted kube-controller-manager with the same
-// rest.Config, if one was given, for harness.Restart.
+// rest.Config, if one was given, and the same leader-election identity
+// (see Run), for harness.Restart and Harness.Recover.
 func (m *ControllerManager) Renew() harness.Component {
-	return NewControllerManager().WithRESTConfig(m.restConfig)
+	n := NewControllerManager().WithRESTConfig(m.restConfig)
+	n.elector = m.elector.successor()
+	return n
 }
 
 // AddFlags creates upstream's options with the scope's registry and adds
-// every upstream flag set to the scope's flag set. It has no other effect.
+// every upstream flag set to the scope's flag set. One default differs
+// from upstream's: --controller-shutdown-timeout is 2s (upstream 10s; see
+// controllerShutdownTimeout). It has no other effect.
 func (m *ControllerManager) AddFlags(s *scoping.Scope) error {
 	opts, err := kcmopts.NewKubeControllerManagerOptions()
 	if err != nil {
 		return err
 	}
 	opts.ComponentGlobalsRegistry = s.Registry()
+	opts.ControllerShutdownTimeout = controllerShutdownTimeout // the flag's default, before the flag is made
 	m.nfs = opts.Flags(kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
 	opts.ParsedFlags = &m.nfs
 	m.opts = opts
@@ -126,7 +144,8 @@ func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.g
 // (Generic.LeaderElection), then sets Generic.LeaderElection.LeaderElect =
 // false before Config, so upstream's Run takes its path without an elector.
 // If the user enabled it, Run then runs app.Run inside its own client-go
-// elector with those settings, a hostname_uuid identity (as upstream),
+// elector with those settings, a hostname_uuid identity (as upstream; an
+// instance made by Renew keeps its predecessor's),
 // leader-election events recorded as "kube-controller-manager", and
 // the lease released on stop within a second (whatever the
 // ControllerManagerReleaseLeaderElectionLockOnExit gate says). A lost lease
@@ -180,7 +199,9 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	c, err := m.config(ctx)
+	fence := newRequestFence()
+	defer fence.close(errors.New("kube-controller-manager returned"))
+	c, leaseConfig, err := m.config(ctx, fence)
 	if err != nil {
 		return err
 	}
@@ -200,59 +221,82 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 
 	var lease *leaderelection.LeaderElectionConfig
 	if le.Enabled {
-		if lease, err = le.lease(ControllerManagerName, c.Kubeconfig); err != nil {
+		if lease, err = le.lease(ControllerManagerName, leaseConfig); err != nil {
 			return err
 		}
 	}
 	m.elector.setSettings(le)
 	ran, err = m.runElected(ctx, lease, upstreamRun{
-		run: func(ctx context.Context) error { return kcmapp.Run(ctx, cc) },
+		run: func(ctx context.Context) error {
+			// Every request of the controllers ends stopGrace after the
+			// stop or a lost lease (fence.go), so that a worker blocked
+			// on an apiserver without its datastore lets upstream's Run
+			// return.
+			defer fence.closeAfter(ctx, ControllerManagerName, stopGrace)()
+			err := kcmapp.Run(ctx, cc)
+			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamKCMShutdownTimeout) {
+				// Upstream logged which ("Controller shutdown timeout
+				// reached" runningControllers=[…]); their requests fail
+				// from now on (the fence), so they return soon.
+				klog.FromContext(ctx).Info("Controllers still running at --controller-shutdown-timeout are left to return on their own", "timeout", cc.ControllerShutdownTimeout)
+				return nil
+			}
+			return err
+		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)
 		// or, with no secure port, as soon as it runs.
 		ready:       func(ctx context.Context) error { return waitHealthz(ctx, cc.SecureServing) },
 		configz:     kcmapp.ConfigzName,
-		events:      c.Client,
+		events:      leaseConfig,
 		eventSource: kcmopts.KubeControllerManagerUserAgent,
 	})
 	return err
 }
 
 // config is upstream's options.Config, with the client connection made from
-// the rest.Config WithRESTConfig gave, if any. Upstream builds its client
-// configuration from --master and --kubeconfig in Config (with
-// clientcmd.BuildConfigFromFlags); with a rest.Config, the adapter gives it
-// --master = the rest.Config's host and no kubeconfig, so that it reads no
-// file and tries no in-cluster configuration, and then replaces the
+// the rest.Config WithRESTConfig gave, if any, and fenced (fence). Upstream
+// builds its client configuration from --master and --kubeconfig in Config
+// (with clientcmd.BuildConfigFromFlags); with a rest.Config, the adapter
+// gives it --master = the rest.Config's host and no kubeconfig, so that it
+// reads no file and tries no in-cluster configuration, and takes the
+// configuration from the rest.Config, with the client-connection settings
+// upstream applied copied over. Either way it then replaces the
 // configuration and the client upstream built (Config.Kubeconfig,
 // Config.Client: the only two app.Run builds every other client from) with
-// ones made from the rest.Config, with the client-connection settings
-// upstream applied copied over.
-func (m *ControllerManager) config(ctx context.Context) (*kcmconfig.Config, error) {
+// fenced ones. It also returns an unfenced copy for the lease, whose
+// release after the stop the elector bounds itself.
+func (m *ControllerManager) config(ctx context.Context, fence *requestFence) (*kcmconfig.Config, *rest.Config, error) {
 	if m.restConfig != nil {
 		if m.restConfig.Host == "" {
-			return nil, errors.New("kube-controller-manager: the rest.Config given with WithRESTConfig has no Host")
+			return nil, nil, errors.New("kube-controller-manager: the rest.Config given with WithRESTConfig has no Host")
 		}
 		m.opts.Master = m.restConfig.Host
 	}
 	c, err := m.opts.Config(ctx, kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
-	if err != nil || m.restConfig == nil {
-		return c, err
+	if err != nil {
+		return c, nil, err
 	}
-	kubeconfig := rest.CopyConfig(m.restConfig)
-	kubeconfig.DisableCompression = c.Kubeconfig.DisableCompression
-	kubeconfig.AcceptContentTypes = c.Kubeconfig.AcceptContentTypes
-	kubeconfig.ContentType = c.Kubeconfig.ContentType
-	kubeconfig.QPS = c.Kubeconfig.QPS
-	kubeconfig.Burst = c.Kubeconfig.Burst
+	kubeconfig := rest.CopyConfig(c.Kubeconfig)
+	if m.restConfig != nil {
+		kubeconfig = rest.CopyConfig(m.restConfig)
+		kubeconfig.DisableCompression = c.Kubeconfig.DisableCompression
+		kubeconfig.AcceptContentTypes = c.Kubeconfig.AcceptContentTypes
+		kubeconfig.ContentType = c.Kubeconfig.ContentType
+		kubeconfig.QPS = c.Kubeconfig.QPS
+		kubeconfig.Burst = c.Kubeconfig.Burst
+	}
 	// As upstream: the user agent is set on the configuration too, and
 	// every controller's client replaces it with its own.
-	client, err := clientset.NewForConfig(rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent))
+	rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent)
+	leaseConfig := rest.CopyConfig(kubeconfig)
+	fence.wrap(kubeconfig)
+	client, err := clientset.NewForConfig(kubeconfig)
 	if err != nil {
 		closeUnserved(c)
-		return nil, fmt.Errorf("kube-controller-manager: a client from the rest.Config given with WithRESTConfig: %w", err)
+		return nil, nil, fmt.Errorf("kube-controller-manager: a client for its configuration: %w", err)
 	}
 	c.Kubeconfig, c.Client = kubeconfig, client
-	return c, nil
+	return c, leaseConfig, nil
 }
 
 // closeUnserved closes the secure port and the event broadcaster Config

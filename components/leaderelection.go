@@ -99,6 +99,10 @@ var ErrLeaseLost = errors.New("lost the leader-election lease")
 type elector struct {
 	component string
 
+	// inherited is the identity the previous instance of this component
+	// in this process campaigned with (successor); "" for a first start.
+	inherited string
+
 	mu       sync.Mutex
 	standby  chan struct{} // closed when another holder was observed
 	closed   bool
@@ -107,6 +111,38 @@ type elector struct {
 
 func newElector(component string) *elector {
 	return &elector{component: component, standby: make(chan struct{})}
+}
+
+// successor returns the elector for the next instance of e's component in
+// this process (the adapters' Renew: harness.Restart and Harness.Recover).
+// It campaigns with e's identity, so that after a lost lease — say the
+// datastore stalled past the renew deadline — the new instance renews the
+// record that still names it as soon as the datastore answers, instead of
+// waiting a whole lease duration as a new candidate must (client-go's
+// rule). That is safe because the harness starts the new instance only
+// after the old one's Run returned, and the elector's run returns only
+// after its work did: one identity is never leading twice at once.
+func (e *elector) successor() *elector {
+	n := newElector(e.component)
+	n.inherited = e.getSettings().Identity
+	if n.inherited == "" {
+		n.inherited = e.inherited
+	}
+	return n
+}
+
+// campaignIdentity makes lock campaign with the inherited identity, if
+// any and if lock is a Lease lock (the only kind client-go still builds),
+// records the identity lock campaigns with in the settings (for
+// LeaderElection and successor), and returns it.
+func (e *elector) campaignIdentity(lock resourcelock.Interface) string {
+	if ll, ok := lock.(*resourcelock.LeaseLock); ok && e.inherited != "" {
+		ll.LockConfig.Identity = e.inherited
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settings.Identity = lock.Identity()
+	return e.settings.Identity
 }
 
 // setSettings records the leader-election settings the adapter resolved,
@@ -134,7 +170,9 @@ func (e *elector) observedOtherLeader() {
 }
 
 // run runs work under the lease described by cfg (Lock, durations, Name,
-// WatchDog are used; Callbacks are set here, ReleaseOnCancel off).
+// WatchDog are used; Callbacks are set here, ReleaseOnCancel off), with
+// the identity inherited from the previous instance if there was one
+// (successor).
 //
 // Order on stop (ctx cancelled): work's context is cancelled, run waits for
 // work to return, and only then stops renewing and releases the lease
@@ -147,7 +185,7 @@ func (e *elector) observedOtherLeader() {
 // acquired, run returns nil without calling work.
 func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConfig, work func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
-	identity := cfg.Lock.Identity()
+	identity := e.campaignIdentity(cfg.Lock)
 	// The elector's own context is not cancelled by ctx: it ends when work
 	// has returned (or, if never leading, when ctx ends).
 	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
@@ -186,8 +224,14 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		workErr = work(wctx)
 	}
 	callbacks.OnStoppedLeading = func() {
-		// Never exit: run's caller decides.
-		logger.Info("Leader election: stopped leading", "lease", cfg.Name, "identity", identity)
+		// Never exit: run's caller decides. client-go calls this when its
+		// Run returns, whether or not it ever led: say it only if it did.
+		mu.Lock()
+		led := started
+		mu.Unlock()
+		if led {
+			logger.Info("Leader election: stopped leading", "lease", cfg.Name, "identity", identity)
+		}
 	}
 	callbacks.OnNewLeader = func(id string) {
 		if id != "" && id != identity { // "" is a released lease: not another leader
@@ -282,11 +326,22 @@ func releaseLease(ctx context.Context, lock resourcelock.Interface, identity str
 // the component's own broadcaster, which upstream's Run shuts down when it
 // returns; the adapters' elector releases the lease after Run returned
 // (so that a successor never overlaps), and the "stopped leading" event
-// would be dropped with an error. Locks other than Lease locks are left
+// would be dropped with an error. Its client, made from cfg, gives each
+// event leaderEventTimeout: the broadcaster's sink writes with a context
+// that never ends, and with the datastore gone a "stopped leading" event
+// would hold a request in the apiserver — whose stop waits for it — until
+// the apiserver's request timeout. Locks other than Lease locks are left
 // as they are.
-func recordLeaderEvents(ctx context.Context, lock resourcelock.Interface, client kubernetes.Interface, source string) (stop func()) {
+func recordLeaderEvents(ctx context.Context, lock resourcelock.Interface, cfg *rest.Config, source string) (stop func()) {
 	ll, ok := lock.(*resourcelock.LeaseLock)
-	if !ok || client == nil {
+	if !ok || cfg == nil {
+		return func() {}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = leaderEventTimeout
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "No client for the lease's events; they are not recorded", "lease", ll.Describe())
 		return func() {}
 	}
 	b := record.NewBroadcaster(record.WithContext(context.WithoutCancel(ctx))) // shut down by stop, not by ctx
@@ -294,3 +349,6 @@ func recordLeaderEvents(ctx context.Context, lock resourcelock.Interface, client
 	ll.LockConfig.EventRecorder = b.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: source})
 	return b.Shutdown
 }
+
+// leaderEventTimeout bounds each request of recordLeaderEvents' client.
+const leaderEventTimeout = 2 * time.Second

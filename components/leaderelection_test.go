@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -247,4 +250,94 @@ func TestElectorInvalidConfig(t *testing.T) {
 	cfg.RenewDeadline = 2 * cfg.LeaseDuration
 	err := newElector("test").run(context.Background(), cfg, func(context.Context) error { return nil })
 	require.Error(t, err, "an error, not upstream's RunOrDie panic")
+}
+
+// hungLeases makes a fake clientset's Lease updates fail while hung is
+// set, as with a datastore that stopped answering (the apiserver times the
+// write out).
+func hungLeases(c *fake.Clientset, hung *atomic.Bool) {
+	c.PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if hung.Load() {
+			return true, nil, apierrors.NewTimeoutError("etcd does not answer", 1)
+		}
+		return false, nil, nil
+	})
+}
+
+// TestElectorSuccessorKeepsIdentity: after a lease lost to a stalled
+// datastore, the record still names the old instance and stays valid for
+// a lease duration. The successor (Renew) campaigns with the same identity
+// and renews it as soon as the datastore answers; a new identity has to
+// wait the lease duration out (client-go's rule for other candidates),
+// which the second half shows.
+func TestElectorSuccessorKeepsIdentity(t *testing.T) {
+	const leaseDuration = 4 * time.Second
+	c := fake.NewClientset()
+	var hung atomic.Bool
+	hungLeases(c, &hung)
+	election := func(id string) leaderelection.LeaderElectionConfig {
+		return leaderelection.LeaderElectionConfig{
+			Lock: &rl.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "test"},
+				Client:     c.CoordinationV1(),
+				LockConfig: rl.ResourceLockConfig{Identity: id},
+			},
+			LeaseDuration: leaseDuration,
+			RenewDeadline: time.Second,
+			RetryPeriod:   100 * time.Millisecond,
+			Name:          "test",
+		}
+	}
+	// runUntilLeading runs e until its work started (then stops it) or
+	// within runs out; it reports whether work started.
+	runUntilLeading := func(e *elector, id string, within time.Duration) (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		var led atomic.Bool
+		err := e.run(ctx, election(id), func(wctx context.Context) error {
+			led.Store(true)
+			cancel()
+			<-wctx.Done()
+			return nil
+		})
+		return led.Load(), err
+	}
+
+	first := newElector("test")
+	lost := make(chan error, 1)
+	go func() {
+		lost <- first.run(context.Background(), election("first"), func(wctx context.Context) error {
+			hung.Store(true) // the datastore stalls while first leads
+			<-wctx.Done()
+			return nil
+		})
+	}()
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, ErrLeaseLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not lost while the datastore stalled")
+	}
+	hung.Store(false) // the datastore answers again
+	assert.Equal(t, "first", first.getSettings().Identity, "the identity it campaigned with")
+
+	// A new identity waits out the lease duration the record still has.
+	led, err := runUntilLeading(newElector("test"), "stranger", leaseDuration/4)
+	require.NoError(t, err)
+	assert.False(t, led, "a new identity took a valid lease over")
+
+	// The successor renews at once, as "first".
+	next := first.successor()
+	start := time.Now()
+	led, err = runUntilLeading(next, "upstream-made-a-new-one", leaseDuration/4)
+	require.NoError(t, err)
+	assert.True(t, led, "the successor did not lead within %s", leaseDuration/4)
+	t.Logf("successor led after %s (lease duration %s)", time.Since(start).Round(time.Millisecond), leaseDuration)
+	assert.Equal(t, "first", next.getSettings().Identity)
+	lease, err := c.CoordinationV1().Leases("kube-system").Get(context.Background(), "test", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "", *lease.Spec.HolderIdentity, "released on stop by the successor, under the inherited identity")
+
+	// And a successor of the successor still carries it.
+	assert.Equal(t, "first", next.successor().inherited)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
@@ -92,8 +92,8 @@ type upstreamRun struct {
 	// configz is the configz name upstream's Run registers and never deletes.
 	configz string
 	// events and eventSource record the lease's events (see
-	// recordLeaderEvents).
-	events      kubernetes.Interface
+	// recordLeaderEvents): a client configuration, and the source.
+	events      *rest.Config
 	eventSource string
 }
 

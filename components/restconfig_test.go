@@ -3,6 +3,7 @@ package components
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiservercompat "k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	basecompat "k8s.io/component-base/compatibility"
 
@@ -63,7 +65,8 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	cfg.Host = "https://changed-after-WithRESTConfig.invalid" // a copy was kept
 	s := kcmScope(t, m)
 	require.NoError(t, s.Parse([]string{"--secure-port=0", "--leader-elect=false", "--kube-api-qps=33", "--kube-api-burst=44"}))
-	c, err := m.config(context.Background())
+	fence := newRequestFence()
+	c, leaseConfig, err := m.config(context.Background(), fence)
 	require.NoError(t, err)
 	defer closeUnserved(c)
 
@@ -86,6 +89,19 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	assert.Equal(t, "Bearer in-memory-token", reqs[0].auth)
 	assert.True(t, strings.HasSuffix(reqs[0].userAgent, "/kube-controller-manager"), "upstream's user agent: %q", reqs[0].userAgent)
 	assert.Equal(t, 1, wrapped, "through the rest.Config's transport wrapper")
+	mu.Unlock()
+
+	// The fence ends the controllers' requests; the lease's configuration
+	// is not fenced (the elector bounds the release itself).
+	fence.close(errors.New("fence closed by the test"))
+	_, err = c.Client.Discovery().ServerVersion()
+	require.ErrorContains(t, err, "fence closed by the test")
+	leaseClient, err := clientset.NewForConfig(leaseConfig)
+	require.NoError(t, err)
+	_, err = leaseClient.Discovery().ServerVersion()
+	require.NoError(t, err, "the lease's client is not fenced")
+	mu.Lock()
+	assert.Len(t, reqs, 2, "the fenced request never reached the server")
 }
 
 // TestControllerManagerRESTConfigRefusesKubeconfig: a controller-manager

@@ -56,8 +56,13 @@ func NewScheduler(outOfTreePlugins ...schedapp.Option) *Scheduler {
 func (s *Scheduler) Name() string { return SchedulerName }
 
 // Renew returns a new, unstarted kube-scheduler with the same out-of-tree
-// plugins, for harness.Restart.
-func (s *Scheduler) Renew() harness.Component { return NewScheduler(s.registry...) }
+// plugins and the same leader-election identity (see Run), for
+// harness.Restart and Harness.Recover.
+func (s *Scheduler) Renew() harness.Component {
+	n := NewScheduler(s.registry...)
+	n.elector = s.elector.successor()
+	return n
+}
 
 // AddFlags creates upstream's options with the scope's registry and adds
 // every upstream flag set to the scope's flag set. It has no other effect.
@@ -77,7 +82,8 @@ func (s *Scheduler) LeaderElection() LeaderElection { return s.elector.getSettin
 // Leader election: upstream resolves the settings as it always does
 // (--leader-elect and the --leader-elect-* flags over the --config file's
 // leaderElection block) and, in Setup, builds client-go's
-// LeaderElectionConfig with its lock (identity hostname_uuid, events
+// LeaderElectionConfig with its lock (identity hostname_uuid — or, for an
+// instance made by Renew, its predecessor's identity — events
 // recorded as the first profile's scheduler name). Run takes that config
 // out of the completed config — cc.LeaderElection = nil and
 // cc.ComponentConfig.LeaderElection.LeaderElect = false, so upstream's Run
@@ -147,7 +153,7 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 			return waitHealthz(ctx, cc.SecureServing)
 		},
 		configz:     schedulerConfigzName,
-		events:      cc.Client,
+		events:      cc.KubeConfig,
 		eventSource: source,
 	})
 	if !ran && cc.SecureServing != nil && cc.SecureServing.Listener != nil {

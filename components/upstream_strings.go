@@ -15,6 +15,14 @@ const (
 	// takes it for a clean stop.
 	upstreamSchedulerStopped = "finished without leader elect"
 
+	// upstreamKCMShutdownTimeout is what kube-controller-manager's app.Run
+	// returns when controllers were still running at
+	// --controller-shutdown-timeout (k8s.io/kubernetes
+	// cmd/kube-controller-manager/app/controllermanager.go, Run).
+	// ControllerManager.Run logs which controllers it leaves to return on
+	// their own.
+	upstreamKCMShutdownTimeout = "controller shutdown timeout reached"
+
 	// upstreamInformerNameTaken ends client-go's error for an informer name
 	// that is still registered in the process ("informer name %q is already
 	// registered"; k8s.io/client-go tools/cache/identity.go,

@@ -27,6 +27,7 @@ func TestUpstreamStrings(t *testing.T) {
 	}{
 		{"upstreamSchedulerStopped", upstreamSchedulerStopped, "k8s.io/kubernetes", "cmd/kube-scheduler/app/server.go", `"finished without leader elect"`},
 		{"upstreamInformerNameTaken", upstreamInformerNameTaken, "k8s.io/client-go", "tools/cache/identity.go", `"informer name %q is already registered"`},
+		{"upstreamKCMShutdownTimeout", upstreamKCMShutdownTimeout, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `errors.New("controller shutdown timeout reached")`},
 		{"upstreamKCMInformerNameFailed", upstreamKCMInformerNameFailed, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `"failed to create informer name: %w"`},
 		{"upstreamKCMAPIServerUnhealthy", upstreamKCMAPIServerUnhealthy, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `"failed to wait for apiserver being healthy: %w"`},
 		{"upstreamConfigzTwice", upstreamConfigzTwice, "k8s.io/component-base", "configz/configz.go", `"register config %q twice"`},

@@ -67,8 +67,10 @@ type Harness struct {
 	// (components.ErrLeaseLost) back to a standby that campaigns again,
 	// where upstream exits the process. err is what Run returned. The
 	// component is Failed until its new instance starts; its restart
-	// counts in ComponentStatus.Restarts. A restart that fails stops the
-	// harness, with both errors. nil: every failure stops the harness.
+	// counts in ComponentStatus.Restarts and Recoveries, and
+	// ComponentStatus.LastRecovery says when and why. A restart that fails
+	// stops the harness, with both errors. nil: every failure stops the
+	// harness.
 	Recover func(component string, err error) bool
 
 	mu      sync.Mutex
@@ -109,6 +111,8 @@ type unit struct {
 	stopping   bool
 	restarts   int               // how many instances before this one Restart replaced
 	recovering bool              // failed, and Harness.Recover restarts it
+	recoveries int               // how many of restarts Harness.Recover made
+	lastRecov  *Recovery         // the last of them
 	flags      map[string]string // the effective flags, redacted, once parsed
 }
 
@@ -608,7 +612,12 @@ func (r *run) launch(u *unit) {
 // harness's after all: recorded (after the restart's own error, if any),
 // and the harness stops — unless the caller is stopping it anyway.
 func (r *run) recoverUnit(u *unit, cause *ComponentError) {
-	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "err", cause.Err)
+	r.h.mu.Lock()
+	u.recoveries++
+	u.lastRecov = &Recovery{At: time.Now(), Cause: cause.Err.Error()}
+	n := u.recoveries
+	r.h.mu.Unlock()
+	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "recoveries", n, "err", cause.Err)
 	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), u.args)
 	switch {
 	case err == nil:

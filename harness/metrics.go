@@ -24,7 +24,7 @@ type collector struct {
 	metrics.BaseStableCollector
 	h *Harness
 
-	phase, phaseDuration, componentState, restarts, conflicts, featureEnabled *metrics.Desc
+	phase, phaseDuration, componentState, restarts, recoveries, conflicts, featureEnabled *metrics.Desc
 }
 
 func newCollector(h *Harness) *collector {
@@ -37,6 +37,7 @@ func newCollector(h *Harness) *collector {
 		phaseDuration:  desc("phase_duration_seconds", "How long each phase of the harness's Run that has ended took.", "phase"),
 		componentState: desc("component_state", "Each component's state: 1 for its state, 0 for the others.", "component", "state"),
 		restarts:       desc("component_restarts_total", "The instances of each component that a restart replaced.", "component"),
+		recoveries:     desc("component_recoveries_total", "The restarts of each component that Harness.Recover made after a failure.", "component"),
 		conflicts:      desc("barrier_conflicts_total", "The conflicts between components of every barrier that failed, by kind.", "kind"),
 		featureEnabled: desc("feature_enabled", "1 if the kube feature is enabled in the plan the barrier made, else 0. set_by is component=value for each component that set it, else its source.", "name", "stage", "set_by"),
 	}
@@ -44,7 +45,7 @@ func newCollector(h *Harness) *collector {
 
 // DescribeWithStability sends every metric's description.
 func (c *collector) DescribeWithStability(ch chan<- *metrics.Desc) {
-	for _, d := range []*metrics.Desc{c.phase, c.phaseDuration, c.componentState, c.restarts, c.conflicts, c.featureEnabled} {
+	for _, d := range []*metrics.Desc{c.phase, c.phaseDuration, c.componentState, c.restarts, c.recoveries, c.conflicts, c.featureEnabled} {
 		ch <- d
 	}
 }
@@ -80,6 +81,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 			send(c.componentState, metrics.GaugeValue, boolValue(comp.State == s), comp.Name, s.String())
 		}
 		send(c.restarts, metrics.CounterValue, float64(comp.Restarts), comp.Name)
+		send(c.recoveries, metrics.CounterValue, float64(comp.Recoveries), comp.Name)
 	}
 	var kinds []string
 	for k := scoping.FeatureGateConflict; k <= scoping.CombinationConflict; k++ {

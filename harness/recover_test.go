@@ -79,6 +79,26 @@ func TestRecoverRestartsAFailedComponent(t *testing.T) {
 		assert.True(t, h.Status().Ready(), "every component ready again")
 		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1}, restarts(h))
 		assert.Equal(t, []string{"b: lost the leader-election lease"}, rec.list())
+		// The demotion is visible: b recovered once (c was restarted as its
+		// dependent, not recovered), with when and why.
+		for _, cs := range h.Status().Components {
+			switch cs.Name {
+			case "b":
+				assert.Equal(t, 1, cs.Recoveries)
+				if assert.NotNil(t, cs.LastRecovery) {
+					assert.Contains(t, cs.LastRecovery.Cause, "lost the leader-election lease")
+					assert.False(t, cs.LastRecovery.At.IsZero())
+				}
+			default:
+				assert.Zero(t, cs.Recoveries, cs.Name)
+				assert.Nil(t, cs.LastRecovery, cs.Name)
+			}
+		}
+		_, metricsText := get(t, h.Handler(), "/metrics", "")
+		assert.Contains(t, metricsText, `kubeharness_component_recoveries_total{component="b"} 1`)
+		assert.Contains(t, metricsText, `kubeharness_component_recoveries_total{component="c"} 0`)
+		_, table := get(t, h.Handler(), "/components?format=text", "")
+		assert.Regexp(t, `(?m)^b\s+ready\s+\S+\s+a\s+1\s+1\s*$`, table)
 		var runsOfB []string
 		for _, e := range j.list() {
 			if strings.HasPrefix(e, "run b profile=") {

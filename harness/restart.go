@@ -77,7 +77,7 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 		return err
 	}
 
-	r.log.Info("Restarting", "component", name, "with", len(set)-1, "dependents")
+	r.log.Info("Restarting", "component", name, "dependents", len(set)-1)
 	for _, old := range slices.Backward(set) {
 		if err := r.stopLaunched(old); err != nil {
 			r.failWith(err)
@@ -152,6 +152,7 @@ func (r *run) replace(old, fresh []*unit) {
 	for i, f := range fresh {
 		f.depUnits = slices.Clone(old[i].depUnits)
 		f.restarts = old[i].restarts + 1
+		f.recoveries, f.lastRecov = old[i].recoveries, old[i].lastRecov
 	}
 	for _, u := range r.order {
 		for i, d := range u.depUnits {

@@ -34,6 +34,19 @@ type ComponentStatus struct {
 	Dependencies []string  `json:"dependencies,omitempty"`
 	Args         []string  `json:"args"`
 	Restarts     int       `json:"restarts,omitempty"`
+	// Recoveries counts the restarts Harness.Recover made after a failure
+	// (a scheduler or controller-manager that lost its lease, demoted to a
+	// standby that campaigns again); LastRecovery is the last of them.
+	Recoveries   int       `json:"recoveries,omitempty"`
+	LastRecovery *Recovery `json:"lastRecovery,omitempty"`
+}
+
+// Recovery is one restart of a component that Harness.Recover kept from
+// stopping the harness: when the component failed, and the error it failed
+// with.
+type Recovery struct {
+	At    time.Time `json:"at"`
+	Cause string    `json:"cause"`
 }
 
 // Status is a snapshot of the harness: its phase, each component's state,
@@ -61,7 +74,7 @@ func (h *Harness) Status() Status {
 		}
 	}
 	for _, u := range h.units {
-		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts}
+		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts, Recoveries: u.recoveries, LastRecovery: u.lastRecov}
 		if u.err != nil {
 			cs.Error = u.err.Error()
 		}
@@ -122,6 +135,9 @@ func (s Status) Ready() bool {
 //     State, 0 for the other states.
 //   - kubeharness_component_restarts_total{component}: the instances of the
 //     component that Restart replaced (ComponentStatus.Restarts).
+//   - kubeharness_component_recoveries_total{component}: how many of those
+//     restarts Harness.Recover made after a failure
+//     (ComponentStatus.Recoveries).
 //   - kubeharness_barrier_conflicts_total{kind}: the conflicts of every
 //     barrier that failed, Run's or a Restart's, by scoping.ConflictKind
 //     (Status.Conflicts); every kind is present, 0 when none.
@@ -139,9 +155,9 @@ func (h *Harness) Handler() http.Handler {
 		st := h.Status()
 		if wantsText(r) {
 			writeText(w, func(tw *tabwriter.Writer) {
-				fmt.Fprintf(tw, "PHASE: %s\n\nCOMPONENT\tSTATE\tSINCE\tDEPENDS ON\tERROR\n", st.Phase)
+				fmt.Fprintf(tw, "PHASE: %s\n\nCOMPONENT\tSTATE\tSINCE\tDEPENDS ON\tRESTARTS\tRECOVERIES\tERROR\n", st.Phase)
 				for _, c := range st.Components {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.State, c.Since.Format(time.RFC3339), strings.Join(c.Dependencies, ","), firstLine(c.Error))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", c.Name, c.State, c.Since.Format(time.RFC3339), strings.Join(c.Dependencies, ","), c.Restarts, c.Recoveries, firstLine(c.Error))
 				}
 				fmt.Fprintf(tw, "\nPHASE\tDURATION\n")
 				for _, p := range st.Phases {
