@@ -112,12 +112,12 @@ func (a *APIServer) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fence := newRequestFence()
-	defer fence.close(errors.New("kube-apiserver returned"))
+	fence := newRequestFence(stopGrace)
+	defer fence.markStopped(APIServerName, "returned")
 	fence.wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
 	var reconcilerStorage []*fencedStorage
 	if r := cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler; r != nil {
-		fr := newFencedPeerReconciler(r, fence.ctx, stopGrace)
+		fr := newFencedPeerReconciler(r, fence.stopped, stopGrace)
 		cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler = fr
 		reconcilerStorage = append(reconcilerStorage, fr.storage)
 	}
@@ -139,7 +139,7 @@ func (a *APIServer) serve(ctx context.Context) error {
 		return err
 	}
 	if r := cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler; r != nil { // made by Complete
-		fr := newFencedEndpointReconciler(r, fence.ctx, stopGrace)
+		fr := newFencedEndpointReconciler(r, fence.stopped, stopGrace)
 		cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler = fr
 		reconcilerStorage = append(reconcilerStorage, fr.storage)
 	}
@@ -191,8 +191,7 @@ func (a *APIServer) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	stopFence := fence.closeAfter(srvCtx, APIServerName, stopGrace)
-	defer stopFence()
+	fence.markStopped(APIServerName, "was asked to stop")
 	cancelSrv()
 	return <-served
 }

@@ -26,25 +26,25 @@ import (
 // (upstream's "don't block server shutdown forever" timeouts are never
 // reached). The hooks run one after the other.
 //
-// The adapter wraps both reconcilers (fencedStorage): a storage call still
-// running when the apiserver's fence closes (fence.go: stopGrace after the
-// stop), and stopGrace after it started, returns an error, which releases
-// the lock, so the hooks return; and the reconciler's storage is closed.
+// The adapter wraps both reconcilers (fencedStorage): once the apiserver
+// was asked to stop, a storage call that has not answered within stopGrace
+// returns an error, which releases the lock, so the hooks return; and the
+// reconciler's storage is closed.
 // What upstream does not allow: ending the etcd call itself. It has no
 // context, and etcd's client retries a call on a closed client for as long
 // as the call's context lives (its retry interceptor takes "the client
 // connection is closing" for a cancelled context and goes on), so that
 // goroutine stays until the process exits.
 
-// fencedStorage bounds one reconciler's etcd calls by the apiserver's
-// fence: call runs them, closing the reconciler's storage when one is
+// fencedStorage bounds one reconciler's etcd calls once the apiserver was
+// asked to stop (stopped ends): call runs them, closing the reconciler's storage when one is
 // stuck at the stop. Destroy (the reconciler's) may itself block for
 // seconds with etcd gone — closing an etcd client waits for its
 // connections — so it runs on a goroutine of its own, which the adapter
 // waits for at the end of its Run (wait), and a later Destroy from
 // upstream's hooks does not wait for it.
 type fencedStorage struct {
-	fence   context.Context
+	stopped context.Context
 	grace   time.Duration
 	destroy func() // the reconciler's own Destroy
 
@@ -52,36 +52,33 @@ type fencedStorage struct {
 	destroyed chan struct{} // closed when that destroy returned
 }
 
-func newFencedStorage(fence context.Context, grace time.Duration, destroy func()) *fencedStorage {
-	return &fencedStorage{fence: fence, grace: grace, destroy: destroy, destroyed: make(chan struct{})}
+func newFencedStorage(stopped context.Context, grace time.Duration, destroy func()) *fencedStorage {
+	return &fencedStorage{stopped: stopped, grace: grace, destroy: destroy, destroyed: make(chan struct{})}
 }
 
-// call runs c. If c has not returned when the fence ends and grace after
-// c started, it starts closing the storage — which makes a blocked etcd
-// call fail, unless the etcd client retries it under a context that never
-// ends, as the peer reconciler's do — and waits up to grace more for c.
-// It returns c's error, or one saying what was done. Once the storage is
-// closing, later calls fail at once without calling c.
+// call runs c. If c has not answered grace after the stop (or after it
+// started, if that was later), it starts closing the storage — which makes
+// a blocked etcd call fail, unless the etcd client retries it under a
+// context that never ends, as the reconcilers' do — and waits up to grace
+// more for c. It returns c's error, or one saying what was done. Once the
+// storage is closing, later calls fail at once without calling c.
 func (f *fencedStorage) call(what string, c func() error) error {
 	if f.closing.Load() {
-		return fmt.Errorf("%s: not tried: its etcd client was closed at the stop (%s)", what, context.Cause(f.fence))
+		return fmt.Errorf("%s: not tried: its etcd client was closed at the stop (%s)", what, context.Cause(f.stopped))
 	}
-	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- c() }()
 	select {
 	case err := <-done:
 		return err
-	case <-f.fence.Done():
+	case <-f.stopped.Done():
 	}
-	if wait := f.grace - time.Since(start); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case err := <-done:
-			t.Stop()
-			return err
-		case <-t.C:
-		}
+	t := time.NewTimer(f.grace)
+	select {
+	case err := <-done:
+		t.Stop()
+		return err
+	case <-t.C:
 	}
 	if f.closing.CompareAndSwap(false, true) {
 		go func() {
@@ -89,13 +86,13 @@ func (f *fencedStorage) call(what string, c func() error) error {
 			f.destroy()
 		}()
 	}
-	t := time.NewTimer(f.grace)
+	t.Reset(f.grace)
 	defer t.Stop()
 	select {
 	case err := <-done:
-		return fmt.Errorf("%s: no answer from etcd by the stop (%s); closed the reconciler's etcd client: %w", what, context.Cause(f.fence), err)
+		return fmt.Errorf("%s: no answer from etcd %s after the stop (%s); closed the reconciler's etcd client: %w", what, f.grace, context.Cause(f.stopped), err)
 	case <-t.C:
-		return fmt.Errorf("%s: no answer from etcd by the stop (%s), and none %s after its etcd client was closed; the call is left to etcd's client", what, context.Cause(f.fence), f.grace)
+		return fmt.Errorf("%s: no answer from etcd %s after the stop (%s), and none %s after its etcd client was closed; the call is left to etcd's client", what, f.grace, context.Cause(f.stopped), f.grace)
 	}
 }
 
@@ -125,14 +122,14 @@ func (f *fencedStorage) wait(budget time.Duration) bool {
 }
 
 // fencedPeerReconciler is a PeerEndpointLeaseReconciler whose storage
-// calls end once the fence closed (fencedStorage).
+// calls are bounded once the apiserver was asked to stop (fencedStorage).
 type fencedPeerReconciler struct {
 	peerreconcilers.PeerEndpointLeaseReconciler
 	storage *fencedStorage
 }
 
-func newFencedPeerReconciler(r peerreconcilers.PeerEndpointLeaseReconciler, fence context.Context, grace time.Duration) fencedPeerReconciler {
-	return fencedPeerReconciler{PeerEndpointLeaseReconciler: r, storage: newFencedStorage(fence, grace, r.Destroy)}
+func newFencedPeerReconciler(r peerreconcilers.PeerEndpointLeaseReconciler, stopped context.Context, grace time.Duration) fencedPeerReconciler {
+	return fencedPeerReconciler{PeerEndpointLeaseReconciler: r, storage: newFencedStorage(stopped, grace, r.Destroy)}
 }
 
 // UpdateLease refreshes this server's peer-endpoint lease (fencedStorage).
@@ -150,15 +147,15 @@ func (r fencedPeerReconciler) RemoveLease(serverID string) error {
 // Destroy closes the reconciler's storage (fencedStorage.Destroy).
 func (r fencedPeerReconciler) Destroy() { r.storage.Destroy() }
 
-// fencedEndpointReconciler is an EndpointReconciler whose etcd calls end
-// once the fence closed (fencedStorage).
+// fencedEndpointReconciler is an EndpointReconciler whose etcd calls are
+// bounded once the apiserver was asked to stop (fencedStorage).
 type fencedEndpointReconciler struct {
 	reconcilers.EndpointReconciler
 	storage *fencedStorage
 }
 
-func newFencedEndpointReconciler(r reconcilers.EndpointReconciler, fence context.Context, grace time.Duration) fencedEndpointReconciler {
-	return fencedEndpointReconciler{EndpointReconciler: r, storage: newFencedStorage(fence, grace, r.Destroy)}
+func newFencedEndpointReconciler(r reconcilers.EndpointReconciler, stopped context.Context, grace time.Duration) fencedEndpointReconciler {
+	return fencedEndpointReconciler{EndpointReconciler: r, storage: newFencedStorage(stopped, grace, r.Destroy)}
 }
 
 // ReconcileEndpoints reconciles serviceName's endpoints (fencedStorage).

@@ -199,8 +199,8 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	fence := newRequestFence()
-	defer fence.close(errors.New("kube-controller-manager returned"))
+	fence := newRequestFence(stopGrace)
+	defer fence.markStopped(ControllerManagerName, "returned")
 	c, leaseConfig, err := m.config(ctx, fence)
 	if err != nil {
 		return err
@@ -228,11 +228,11 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	m.elector.setSettings(le)
 	ran, err = m.runElected(ctx, lease, upstreamRun{
 		run: func(ctx context.Context) error {
-			// Every request of the controllers ends stopGrace after the
-			// stop or a lost lease (fence.go), so that a worker blocked
-			// on an apiserver without its datastore lets upstream's Run
-			// return.
-			defer fence.closeAfter(ctx, ControllerManagerName, stopGrace)()
+			// Once stopped (or the lease lost), each request of the
+			// controllers gets stopGrace (fence.go), so that a worker
+			// blocked on an apiserver without its datastore lets
+			// upstream's Run return.
+			defer fence.stopWhen(ctx, ControllerManagerName)()
 			err := kcmapp.Run(ctx, cc)
 			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamKCMShutdownTimeout) {
 				// Upstream logged which ("Controller shutdown timeout

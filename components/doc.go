@@ -212,14 +212,19 @@
 //     context.TODO() and retry with sleeps; a worker blocked there holds
 //     its controller, and upstream's Run, until the apiserver answers. The
 //     adapter fences the controller-manager's client configuration
-//     (fence.go): stopGrace (1 s) after the stop or the lost lease, every
-//     request through it fails. That grace is within the lease's safety
-//     margin: a lease is lost at the renew deadline (10 s), and another
-//     candidate takes it over only a lease duration (15 s) after it last
-//     saw it renewed. --controller-shutdown-timeout defaults to 2 s here
-//     (upstream: 10 s): the token retries sleep up to 3.5 s whatever the
-//     fence says, and upstream's Run then returns without the controllers
-//     still running, which it logs by name, as does the adapter.
+//     (fence.go): once it was asked to stop, or lost its lease, each
+//     request through it that has not answered within stopGrace (1 s)
+//     fails. Requests that answer are not touched, so a stop with the
+//     datastore answering runs as before (failing them would make
+//     upstream's Run return from building its controllers without shutting
+//     down the work queues already made). The grace is within the lease's
+//     safety margin: a lease is lost at the renew deadline (10 s), and
+//     another candidate takes it over only a lease duration (15 s) after it
+//     last saw it renewed. --controller-shutdown-timeout defaults to 2 s
+//     here (upstream: 10 s): the token retries sleep up to 3.5 s whatever
+//     the fence does, and upstream's Run then returns without the
+//     controllers still running, which it logs by name, as does the
+//     adapter.
 //   - The leases' "stopped leading" events are written with a context that
 //     never ends; their client has a 2 s timeout (recordLeaderEvents). The
 //     release of a lease on stop has 1 s (leaseReleaseBudget).
@@ -228,9 +233,9 @@
 //     peer-endpoint and kubernetes-service reconcilers hold a lock across
 //     an etcd write without a context, which their Stop takes before its
 //     own timeout starts. The adapter fences the loopback client
-//     configuration (stopGrace after the stop) and wraps both reconcilers
-//     (apiserver_shutdown.go) so that a write stuck at the stop returns an
-//     error and their storage is closed. What upstream does not allow:
+//     configuration (as above) and wraps both reconcilers
+//     (apiserver_shutdown.go) so that a write not answered stopGrace after
+//     the stop returns an error and their storage is closed. What upstream does not allow:
 //     ending that etcd write itself. etcd's client retries it on the closed
 //     client for as long as its context — context.Background — lives, so
 //     one goroutine per stuck reconciler stays until the process exits;

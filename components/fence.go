@@ -2,91 +2,115 @@ package components
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 )
 
-// stopGrace is how long a component's API requests may go on after it was
-// asked to stop (or lost its lease) before requestFence ends them, and how
-// long kube-apiserver's pre-shutdown clean-ups may wait for etcd
-// (boundedReconciler). With the datastore answering, those requests and
+// stopGrace is how long each of a component's API requests may take once
+// the component was asked to stop (or lost its lease) before requestFence
+// ends it, and how long each of kube-apiserver's reconciler writes may
+// take then (fencedStorage). With the datastore answering, those requests and
 // clean-ups take milliseconds; with it gone, they would wait for
 // upstream's own bounds: a request timeout of 60 s, a token request with
 // no context at all.
 const stopGrace = time.Second
 
-// requestFence ends the HTTP requests made through the rest.Configs it
-// wrapped once it is closed: requests in flight fail with its cause and
-// new ones fail at once. It exists because upstream code makes requests
-// that no context of the component reaches: kube-controller-manager's
+// requestFence bounds the HTTP requests made through the rest.Configs it
+// wrapped once the component was asked to stop: from then on, a request
+// in flight, or made later, fails if it has not answered within the
+// fence's grace (stopGrace), with the stop as its cause. A request that
+// answers in time is not touched, so a stop with the datastore answering
+// changes nothing — a controller-manager stopped while it still builds its
+// controllers builds them all, as upstream expects (failing those requests
+// would make upstream's Run return without shutting down the work queues
+// already made). It exists because upstream code makes requests that no
+// context of the component reaches: kube-controller-manager's
 // per-controller credentials (--use-service-account-credentials) fetch
 // their tokens with context.TODO(), and a controller worker blocked there
 // keeps its controller, and so upstream's Run, from returning until the
 // apiserver answers; kube-apiserver's pre-shutdown hooks (the identity
 // lease controller's Stop) wait for loopback requests made under a
 // context that is cancelled only after those hooks returned. With the
-// datastore gone they answer only at their timeouts, after the stop
-// deadline. A fence closed stopGrace after the stop ends them instead.
+// datastore gone those answer only at their timeouts (60 s), after any
+// sensible stop deadline.
 type requestFence struct {
-	ctx   context.Context
-	close context.CancelCauseFunc
+	grace   time.Duration
+	stopped context.Context // ends, with its cause, when the component was asked to stop
+	stop    context.CancelCauseFunc
 }
 
-// newRequestFence returns an open fence for component's clients.
-func newRequestFence() *requestFence {
+// newRequestFence returns a fence whose requests get grace once stopped.
+func newRequestFence(grace time.Duration) *requestFence {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &requestFence{ctx: ctx, close: cancel}
+	return &requestFence{grace: grace, stopped: ctx, stop: cancel}
 }
 
-// wrap makes every request through cfg (and copies of cfg made later) end
-// when the fence closes. Clients built from cfg before wrap are not
-// affected.
+// wrap bounds every request through cfg (and copies of cfg made later).
+// Clients built from cfg before wrap are not affected.
 func (f *requestFence) wrap(cfg *rest.Config) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f.ctx, next: rt} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f, next: rt} })
 }
 
-// closeAfter closes the fence grace after ctx ended, with a cause naming
-// component. The returned func cancels that (for when the component
-// returned first); the fence then stays open until closed otherwise.
-func (f *requestFence) closeAfter(ctx context.Context, component string, grace time.Duration) (stop func()) {
-	var timer *time.Timer
-	timerSet := make(chan struct{})
+// markStopped starts the grace of every request, with a cause naming
+// component and why. Later calls change nothing.
+func (f *requestFence) markStopped(component, why string) {
+	f.stop(fmt.Errorf("%s %s: its API requests get %s to answer", component, why, f.grace))
+}
+
+// stopWhen marks the fence stopped when ctx ends (see markStopped). The
+// returned func cancels that, for when the component returned first.
+func (f *requestFence) stopWhen(ctx context.Context, component string) (cancel func()) {
 	unhook := context.AfterFunc(ctx, func() {
-		defer close(timerSet)
-		timer = time.AfterFunc(grace, func() {
-			f.close(fmt.Errorf("%s was asked to stop %s ago: its API requests are ended", component, grace))
-		})
-	})
-	return func() {
-		if unhook() {
-			return // ctx had not ended: no timer
+		why := "was asked to stop"
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			why = "stopped (" + cause.Error() + ")"
 		}
-		<-timerSet
-		timer.Stop()
-	}
+		f.markStopped(component, why)
+	})
+	return func() { unhook() }
 }
 
-// fencedRoundTripper runs each request under a context that also ends when
-// the fence closes.
+// fencedRoundTripper gives each request grace once its fence is stopped.
 type fencedRoundTripper struct {
-	fence context.Context
+	fence *requestFence
 	next  http.RoundTripper
 }
 
-// RoundTrip sends req under a context that ends with req's or the fence's,
-// whichever first; the response body, when closed, releases it.
+// RoundTrip sends req under a context that also ends grace after the
+// fence stopped (or after req was made, if later); the response body, when
+// closed, releases it.
 func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := context.Cause(rt.fence); err != nil {
-		return nil, err
-	}
+	f := rt.fence
 	ctx, cancel := context.WithCancelCause(req.Context())
-	unhook := context.AfterFunc(rt.fence, func() { cancel(context.Cause(rt.fence)) })
-	release := func() { unhook(); cancel(nil) }
+	var (
+		mu       sync.Mutex
+		timer    *time.Timer
+		released bool
+	)
+	unhook := context.AfterFunc(f.stopped, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !released {
+			timer = time.AfterFunc(f.grace, func() { cancel(context.Cause(f.stopped)) })
+		}
+	})
+	release := func() {
+		unhook()
+		mu.Lock()
+		released = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(nil)
+	}
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && req.Context().Err() == nil {

@@ -47,21 +47,22 @@ func fencedGet(cfg *rest.Config, path string) error {
 	return err
 }
 
-// TestFenceEndsRequestsAfterGrace: a request that hangs is ended grace after
-// the stop, not before; requests after that fail at once with the cause;
+// TestFenceEndsRequestsAfterGrace: a request that hangs is ended grace
+// after the stop, not before; a request made after the stop that hangs
+// gets grace of its own; one that answers after the stop is not touched;
 // copies of the configuration made after wrap are fenced too.
 func TestFenceEndsRequestsAfterGrace(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
-	f := newRequestFence()
+	const grace = 300 * time.Millisecond
+	f := newRequestFence(grace)
 	f.wrap(cfg)
 	copied := rest.CopyConfig(cfg)
 
-	require.NoError(t, fencedGet(cfg, "/ok"), "an open fence lets requests through")
+	require.NoError(t, fencedGet(cfg, "/ok"), "before the stop")
 
 	ctx, stop := context.WithCancel(context.Background())
-	const grace = 300 * time.Millisecond
-	defer f.closeAfter(ctx, "test-component", grace)()
+	defer f.stopWhen(ctx, "test-component")()
 	hung := make(chan error, 1)
 	go func() { hung <- fencedGet(copied, "/hang") }()
 	time.Sleep(100 * time.Millisecond) // in flight
@@ -71,43 +72,37 @@ func TestFenceEndsRequestsAfterGrace(t *testing.T) {
 	case err := <-hung:
 		took := time.Since(stopped)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "test-component was asked to stop")
+		assert.Contains(t, err.Error(), "test-component was asked to stop: its API requests get 300ms to answer")
 		assert.GreaterOrEqual(t, took, grace, "ended before the grace was over")
 		assert.Less(t, took, grace+2*time.Second)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hanging request was not ended")
 	}
 
+	require.NoError(t, fencedGet(cfg, "/ok"), "a request that answers after the stop is not touched")
 	start := time.Now()
-	err := fencedGet(cfg, "/ok")
-	require.Error(t, err, "a request after the fence closed")
-	assert.Contains(t, err.Error(), "test-component was asked to stop")
-	assert.Less(t, time.Since(start), time.Second)
+	err := fencedGet(cfg, "/hang")
+	require.Error(t, err, "a hanging request made after the stop")
+	assert.GreaterOrEqual(t, time.Since(start), grace, "a request made after the stop has grace of its own")
+	assert.Less(t, time.Since(start), grace+2*time.Second)
 }
 
-// TestFenceStaysOpenWhenStoppedFirst: when the component returned before its
-// context ended (closeAfter's stop called first), a later end of the
-// context does not close the fence.
-func TestFenceStaysOpenWhenStoppedFirst(t *testing.T) {
-	srv := hangingServer(t)
-	cfg := &rest.Config{Host: srv.URL}
-	f := newRequestFence()
-	f.wrap(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	f.closeAfter(ctx, "test-component", time.Millisecond)()
-	cancel()
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, fencedGet(cfg, "/ok"))
-	assert.NoError(t, f.ctx.Err())
+// TestFenceCause: the cause names a lost lease when that stopped the
+// component; stopWhen cancelled first leaves the fence open.
+func TestFenceCause(t *testing.T) {
+	f := newRequestFence(time.Millisecond)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer f.stopWhen(ctx, "kube-controller-manager")()
+	cancel(ErrLeaseLost)
+	<-f.stopped.Done()
+	assert.EqualError(t, context.Cause(f.stopped), "kube-controller-manager stopped (lost the leader-election lease): its API requests get 1ms to answer")
 
-	// Stopping after the timer was set cancels the timer.
+	g := newRequestFence(time.Millisecond)
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	stop := f.closeAfter(ctx2, "test-component", 200*time.Millisecond)
+	g.stopWhen(ctx2, "kube-controller-manager")()
 	cancel2()
 	time.Sleep(20 * time.Millisecond)
-	stop()
-	time.Sleep(300 * time.Millisecond)
-	assert.NoError(t, f.ctx.Err(), "closed although stopped before the grace was over")
+	assert.NoError(t, g.stopped.Err(), "stopped although stopWhen was cancelled first")
 }
 
 // TestFenceKeepsRequestContext: a request cancelled by its own context
@@ -115,7 +110,7 @@ func TestFenceStaysOpenWhenStoppedFirst(t *testing.T) {
 func TestFenceKeepsRequestContext(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
-	newRequestFence().wrap(cfg)
+	newRequestFence(time.Hour).wrap(cfg)
 	client, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 	defer client.CloseIdleConnections()
@@ -125,34 +120,34 @@ func TestFenceKeepsRequestContext(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client.Do(req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.NotContains(t, err.Error(), "asked to stop")
+	assert.NotContains(t, err.Error(), "to answer")
 }
 
 // TestFencedStorage: a storage call that answers returns its own result,
-// whatever the fence; one blocked on etcd when the fence closes fails once
+// whatever the fence; one blocked on etcd at the stop fails once
 // it had its grace, and the storage is closed (once, on a goroutine of its
 // own that wait joins); later calls fail at once; upstream's Destroy after
 // that does not wait for the close.
 func TestFencedStorage(t *testing.T) {
 	const grace = 100 * time.Millisecond
-	closedFence := func() context.Context {
-		f := newRequestFence()
-		f.close(errors.New("kube-apiserver was asked to stop"))
-		return f.ctx
+	stoppedFence := func() context.Context {
+		f := newRequestFence(grace)
+		f.markStopped("kube-apiserver", "was asked to stop")
+		return f.stopped
 	}
 	t.Run("answers", func(t *testing.T) {
 		destroyed := 0
-		s := newFencedStorage(newRequestFence().ctx, grace, func() { destroyed++ })
+		s := newFencedStorage(newRequestFence(grace).stopped, grace, func() { destroyed++ })
 		require.NoError(t, s.call("updating x", func() error { return nil }))
 		boom := errors.New("boom")
-		assert.ErrorIs(t, newFencedStorage(closedFence(), grace, func() { destroyed++ }).call("updating x", func() error { return boom }), boom)
+		assert.ErrorIs(t, newFencedStorage(stoppedFence(), grace, func() { destroyed++ }).call("updating x", func() error { return boom }), boom)
 		assert.Zero(t, destroyed)
 		s.Destroy()
 		assert.Equal(t, 1, destroyed, "Destroy without a stuck call is the reconciler's")
 		assert.True(t, s.wait(time.Millisecond))
 	})
 	t.Run("open fence waits", func(t *testing.T) {
-		s := newFencedStorage(newRequestFence().ctx, grace, func() { t.Error("destroyed with the fence open") })
+		s := newFencedStorage(newRequestFence(grace).stopped, grace, func() { t.Error("destroyed with the fence open") })
 		release := make(chan struct{})
 		done := make(chan error, 1)
 		go func() { done <- s.call("updating x", func() error { <-release; return nil }) }()
@@ -165,17 +160,17 @@ func TestFencedStorage(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 	t.Run("blocked at the stop", func(t *testing.T) {
-		f := newRequestFence()
+		f := newRequestFence(grace)
 		closed := make(chan struct{})
 		destroys := 0
-		s := newFencedStorage(f.ctx, grace, func() { destroys++; close(closed); time.Sleep(3 * grace) }) // a slow close
+		s := newFencedStorage(f.stopped, grace, func() { destroys++; close(closed); time.Sleep(3 * grace) }) // a slow close
 		errClosed := errors.New("grpc: the client connection is closing")
-		go func() { time.Sleep(grace / 2); f.close(errors.New("kube-apiserver was asked to stop")) }()
+		go func() { time.Sleep(grace / 2); f.markStopped("kube-apiserver", "was asked to stop") }()
 		start := time.Now()
 		err := s.call("updating the peer lease", func() error { <-closed; return errClosed })
 		require.ErrorIs(t, err, errClosed)
-		assert.Contains(t, err.Error(), "updating the peer lease: no answer from etcd by the stop (kube-apiserver was asked to stop); closed the reconciler's etcd client")
-		assert.GreaterOrEqual(t, time.Since(start), grace, "closed before the call had its grace")
+		assert.Contains(t, err.Error(), "updating the peer lease: no answer from etcd 100ms after the stop (kube-apiserver was asked to stop: its API requests get 100ms to answer); closed the reconciler's etcd client")
+		assert.GreaterOrEqual(t, time.Since(start), grace+grace/2, "closed before the call had its grace after the stop")
 		assert.Less(t, time.Since(start), grace+time.Second)
 
 		start = time.Now()
@@ -190,7 +185,7 @@ func TestFencedStorage(t *testing.T) {
 	t.Run("blocked for good", func(t *testing.T) {
 		never := make(chan struct{})
 		defer close(never) // let the goroutine go at the end, for goleak
-		s := newFencedStorage(closedFence(), grace, func() {})
+		s := newFencedStorage(stoppedFence(), grace, func() {})
 		start := time.Now()
 		err := s.call("removing the peer lease", func() error { <-never; return nil })
 		require.Error(t, err)

@@ -91,6 +91,15 @@ func (le *LeaderElection) lease(component string, kubeconfig *rest.Config) (*lea
 // happens to the others (it stops them: the first failure stops all).
 var ErrLeaseLost = errors.New("lost the leader-election lease")
 
+// RecoverLostLease is a harness.Harness.Recover for the adapters: it keeps
+// a failure that is a lost lease (ErrLeaseLost) — a datastore stalled past
+// the renew deadline, say — so the harness restarts that component (a
+// standby that campaigns again, under the same identity: see Renew) while
+// kube-apiserver and the rest keep running. Every other failure stops the
+// harness. Upstream's behaviour, the process exiting on a lost lease, is a
+// Harness without Recover.
+func RecoverLostLease(_ string, err error) bool { return errors.Is(err, ErrLeaseLost) }
+
 // elector runs a component's work while it holds its lease, with
 // client-go's LeaderElector and a bounded release (releaseLease), and never exits the
 // process. It also tells Ready whether the component is a standby (another

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -340,4 +341,12 @@ func TestElectorSuccessorKeepsIdentity(t *testing.T) {
 
 	// And a successor of the successor still carries it.
 	assert.Equal(t, "first", next.successor().inherited)
+}
+
+func TestRecoverLostLease(t *testing.T) {
+	lost := fmt.Errorf("%w kube-system/kube-scheduler (held as me)", ErrLeaseLost)
+	assert.True(t, RecoverLostLease("kube-scheduler", lost))
+	assert.True(t, RecoverLostLease("kube-scheduler", fmt.Errorf("kube-scheduler failed in phase run: %w", lost)))
+	assert.False(t, RecoverLostLease("kube-scheduler", errors.New("lost the leader-election lease")), "the text alone is not the error")
+	assert.False(t, RecoverLostLease("kube-apiserver", errors.New("bind: address already in use")))
 }

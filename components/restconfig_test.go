@@ -3,12 +3,13 @@ package components
 import (
 	"context"
 	"encoding/pem"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -33,10 +34,15 @@ import (
 func TestControllerManagerRESTConfig(t *testing.T) {
 	type seen struct{ host, userAgent, auth, path string }
 	var (
-		mu   sync.Mutex
-		reqs []seen
+		mu      sync.Mutex
+		reqs    []seen
+		hanging atomic.Bool // answer nothing until the request ends, as without a datastore
 	)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hanging.Load() {
+			<-r.Context().Done()
+			return
+		}
 		mu.Lock()
 		reqs = append(reqs, seen{r.Host, r.UserAgent(), r.Header.Get("Authorization"), r.URL.Path})
 		mu.Unlock()
@@ -65,7 +71,7 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	cfg.Host = "https://changed-after-WithRESTConfig.invalid" // a copy was kept
 	s := kcmScope(t, m)
 	require.NoError(t, s.Parse([]string{"--secure-port=0", "--leader-elect=false", "--kube-api-qps=33", "--kube-api-burst=44"}))
-	fence := newRequestFence()
+	fence := newRequestFence(100 * time.Millisecond)
 	c, leaseConfig, err := m.config(context.Background(), fence)
 	require.NoError(t, err)
 	defer closeUnserved(c)
@@ -91,17 +97,25 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	assert.Equal(t, 1, wrapped, "through the rest.Config's transport wrapper")
 	mu.Unlock()
 
-	// The fence ends the controllers' requests; the lease's configuration
-	// is not fenced (the elector bounds the release itself).
-	fence.close(errors.New("fence closed by the test"))
+	// The fence bounds the controllers' requests once stopped; the
+	// lease's configuration is not fenced (the elector bounds the release
+	// itself).
+	fence.markStopped("kube-controller-manager", "was asked to stop")
+	hanging.Store(true)
 	_, err = c.Client.Discovery().ServerVersion()
-	require.ErrorContains(t, err, "fence closed by the test")
+	require.ErrorContains(t, err, "kube-controller-manager was asked to stop: its API requests get 100ms to answer")
 	leaseClient, err := clientset.NewForConfig(leaseConfig)
 	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	err = leaseClient.CoreV1().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the lease's client is not fenced: its own context decides")
+	assert.NotContains(t, err.Error(), "to answer")
+	hanging.Store(false)
 	_, err = leaseClient.Discovery().ServerVersion()
-	require.NoError(t, err, "the lease's client is not fenced")
+	require.NoError(t, err)
 	mu.Lock()
-	assert.Len(t, reqs, 2, "the fenced request never reached the server")
+	assert.Len(t, reqs, 2, "the version request before the stop and the lease client's last one")
 }
 
 // TestControllerManagerRESTConfigRefusesKubeconfig: a controller-manager

@@ -291,7 +291,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		// A lost lease (a datastore stalled longer than the renew
 		// deadline) demotes that component to a standby that campaigns
 		// again; upstream would exit the process, apiserver and all.
-		h.Recover = func(_ string, err error) bool { return errors.Is(err, components.ErrLeaseLost) }
+		h.Recover = components.RecoverLostLease
 	}
 	cp := &controlPlane{h: h}
 	apiDeps := []string{}
