@@ -189,7 +189,9 @@ func (c Config) peerURL() *url.URL {
 
 // Run starts etcd and serves until ctx ends; then it closes etcd, waits for
 // it to stop, and returns nil. It returns an error if etcd cannot start,
-// fails, or stops on its own. It may be called once.
+// fails, or stops on its own — a *DataDirError, naming the data dir, where
+// etcd itself gives up while starting (a full disk, say). It may be called
+// once.
 func (e *Etcd) Run(ctx context.Context) (err error) {
 	e.mu.Lock()
 	if !e.started.CompareAndSwap(false, true) {
@@ -253,7 +255,7 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 		srv, err = embed.StartEtcd(cfg)
 		return err
 	})
-	var f *failure
+	var f *DataDirError
 	switch {
 	case errors.As(err, &f):
 		return err // it names the data dir

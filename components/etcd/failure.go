@@ -9,31 +9,35 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// failure is what the embedded etcd gave up with: a zap Panic or Fatal
+// DataDirError is what the embedded etcd gave up with: a zap Panic or Fatal
 // entry of its server logger, which etcd logs where it cannot go on, with
-// the entry's "error" field; most name no file ("failed to create WAL",
-// "failed to save Raft hard state and entries": "no space left on
-// device"), so the data dir is added.
-type failure struct {
-	dataDir string
-	msg     string
-	err     error // the entry's "error" field; nil if it has none
+// the entry's "error" field. Most such entries name no file ("failed to
+// create WAL", "failed to save Raft hard state and entries": "no space
+// left on device"), so the data dir is added. Run returns one when etcd
+// gives up while starting; match it with errors.As. Example message:
+//
+//	embedded etcd: data dir /var/lib/k3s-like/etcd: failed to create WAL: no space left on device
+type DataDirError struct {
+	DataDir string // Config.DataDir
+	Message string // etcd's message
+	Err     error  // the entry's "error" field; nil if it has none
 }
 
-func (f *failure) Error() string {
-	if f.err == nil {
-		return fmt.Sprintf("embedded etcd: data dir %s: %s", f.dataDir, f.msg)
+func (f *DataDirError) Error() string {
+	if f.Err == nil {
+		return fmt.Sprintf("embedded etcd: data dir %s: %s", f.DataDir, f.Message)
 	}
-	return fmt.Sprintf("embedded etcd: data dir %s: %s: %v", f.dataDir, f.msg, f.err)
+	return fmt.Sprintf("embedded etcd: data dir %s: %s: %v", f.DataDir, f.Message, f.Err)
 }
 
-func (f *failure) Unwrap() error { return f.err }
+// Unwrap returns the entry's error (syscall.ENOSPC for a full disk, say).
+func (f *DataDirError) Unwrap() error { return f.Err }
 
-func newFailure(dataDir string, ce *zapcore.CheckedEntry, fields []zapcore.Field) *failure {
-	f := &failure{dataDir: dataDir, msg: ce.Message}
+func newFailure(dataDir string, ce *zapcore.CheckedEntry, fields []zapcore.Field) *DataDirError {
+	f := &DataDirError{DataDir: dataDir, Message: ce.Message}
 	for _, field := range fields {
 		if field.Type == zapcore.ErrorType && field.Key == "error" {
-			f.err, _ = field.Interface.(error)
+			f.Err, _ = field.Interface.(error)
 			break
 		}
 	}
@@ -44,7 +48,7 @@ func newFailure(dataDir string, ce *zapcore.CheckedEntry, fields []zapcore.Field
 // entries, logged once etcd's own line is written:
 //
 //   - Panic (etcd's start, e.g. "failed to create WAL" on a full disk)
-//     panics with a *failure, which catchFailure returns as Run's error: the
+//     panics with a *DataDirError, which catchFailure returns as Run's error: the
 //     harness stops the control plane and the process exits 1 with a line
 //     that names the data dir, not with a stack trace. A Panic in another
 //     goroutine of etcd's still crashes the process, with that error as
@@ -83,12 +87,12 @@ func (h fatalHook) OnWrite(ce *zapcore.CheckedEntry, fields []zapcore.Field) {
 }
 
 // catchFailure runs start (embed.StartEtcd, in Run) and returns its
-// error, or the *failure etcd's server logger panicked with meanwhile
+// error, or the *DataDirError etcd's server logger panicked with meanwhile
 // (panicHook). Any other panic goes on.
 func catchFailure(start func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(*failure)
+			f, ok := r.(*DataDirError)
 			if !ok {
 				panic(r)
 			}

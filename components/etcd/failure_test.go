@@ -31,7 +31,7 @@ func TestFailureHooks(t *testing.T) {
 			defer func() { got = recover() }()
 			zl.Panic("failed to create WAL", zap.String("path", dir+"/member/wal"), zap.Error(syscall.ENOSPC))
 		}()
-		f, ok := got.(*failure)
+		f, ok := got.(*DataDirError)
 		require.True(t, ok, "panicked with %#v", got)
 		assert.EqualError(t, f, "embedded etcd: data dir /data/etcd: failed to create WAL: no space left on device")
 		assert.ErrorIs(t, f, syscall.ENOSPC)
@@ -60,7 +60,7 @@ func TestFailureHooks(t *testing.T) {
 	t.Run("catchFailure", func(t *testing.T) {
 		err := errors.New("x")
 		assert.Equal(t, err, catchFailure(func() error { return err }))
-		got := catchFailure(func() error { panic(&failure{dataDir: dir, msg: "m", err: err}) })
+		got := catchFailure(func() error { panic(&DataDirError{DataDir: dir, Message: "m", Err: err}) })
 		assert.EqualError(t, got, "embedded etcd: data dir /data/etcd: m: x")
 		assert.PanicsWithValue(t, "other", func() { _ = catchFailure(func() error { panic("other") }) }, "any other panic goes on")
 	})
