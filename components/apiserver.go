@@ -112,7 +112,7 @@ func (a *APIServer) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fence := newRequestFence(stopGrace)
+	fence := newRequestFence(stopGrace, true)
 	defer fence.markStopped(APIServerName, "returned")
 	fence.wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
 	var reconcilerStorage []*fencedStorage

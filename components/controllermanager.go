@@ -199,8 +199,10 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	fence := newRequestFence(stopGrace)
+	fence := newRequestFence(stopGrace, false)
 	defer fence.markStopped(ControllerManagerName, "returned")
+	defer fence.stopWhen(ctx, ControllerManagerName)()
+	fence.wrapDelegatedAuth(m.opts.Authentication, m.opts.Authorization)
 	c, leaseConfig, err := m.config(ctx, fence)
 	if err != nil {
 		return err

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 )
 
 // stopGrace is how long each of a component's API requests may take once
@@ -40,22 +42,56 @@ const stopGrace = time.Second
 // context that is cancelled only after those hooks returned. With the
 // datastore gone those answer only at their timeouts (60 s), after any
 // sensible stop deadline.
+//
+// A fence made to close (kube-apiserver's loopback clients) also fails
+// every request made once the grace after the stop is over, at once: the
+// identity lease controller's Stop waits for a renew that retries five
+// updates one after the other, each of which would otherwise get its own
+// grace. The apiserver is past its start-up by then (it stops only once it
+// was ready), so only its stopping controllers make such requests.
 type requestFence struct {
 	grace   time.Duration
 	stopped context.Context // ends, with its cause, when the component was asked to stop
 	stop    context.CancelCauseFunc
+	closed  context.Context // ends grace after stopped, if the fence closes; else never
+	close   context.CancelCauseFunc
 }
 
-// newRequestFence returns a fence whose requests get grace once stopped.
-func newRequestFence(grace time.Duration) *requestFence {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	return &requestFence{grace: grace, stopped: ctx, stop: cancel}
+// newRequestFence returns a fence whose requests get grace once stopped;
+// with closes, requests made after that grace fail at once.
+func newRequestFence(grace time.Duration, closes bool) *requestFence {
+	stopped, stop := context.WithCancelCause(context.Background())
+	closed, closeFn := context.WithCancelCause(context.Background())
+	f := &requestFence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn}
+	if closes {
+		context.AfterFunc(stopped, func() {
+			time.AfterFunc(grace, func() { closeFn(context.Cause(stopped)) })
+		})
+	}
+	return f
 }
 
 // wrap bounds every request through cfg (and copies of cfg made later).
 // Clients built from cfg before wrap are not affected.
 func (f *requestFence) wrap(cfg *rest.Config) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f, next: rt} })
+}
+
+// wrapDelegatedAuth fences the clients upstream makes for delegated
+// authentication and authorization (--authentication-kubeconfig,
+// --authorization-kubeconfig): the scheduler's and controller-manager's
+// Config reads the extension-apiserver-authentication ConfigMap through
+// them with context.TODO(), so a stop while the datastore does not answer
+// would wait for the apiserver's request timeout. A wrapper already set
+// is kept, under this one.
+func (f *requestFence) wrapDelegatedAuth(authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) {
+	wrap := func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f, next: rt} }
+	if authn != nil {
+		authn.CustomRoundTripperFn = transport.Wrappers(authn.CustomRoundTripperFn, wrap)
+	}
+	if authz != nil {
+		authz.CustomRoundTripperFn = transport.Wrappers(authz.CustomRoundTripperFn, wrap)
+	}
 }
 
 // markStopped starts the grace of every request, with a cause naming
@@ -88,6 +124,9 @@ type fencedRoundTripper struct {
 // closed, releases it.
 func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := rt.fence
+	if err := context.Cause(f.closed); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var (
 		mu       sync.Mutex

@@ -55,7 +55,7 @@ func TestFenceEndsRequestsAfterGrace(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
 	const grace = 300 * time.Millisecond
-	f := newRequestFence(grace)
+	f := newRequestFence(grace, false)
 	f.wrap(cfg)
 	copied := rest.CopyConfig(cfg)
 
@@ -87,17 +87,36 @@ func TestFenceEndsRequestsAfterGrace(t *testing.T) {
 	assert.Less(t, time.Since(start), grace+2*time.Second)
 }
 
+// TestFenceCloses: a closing fence (kube-apiserver's) fails requests made
+// once the grace after the stop is over at once; before that, a request
+// that answers is not touched.
+func TestFenceCloses(t *testing.T) {
+	srv := hangingServer(t)
+	cfg := &rest.Config{Host: srv.URL}
+	const grace = 200 * time.Millisecond
+	f := newRequestFence(grace, true)
+	f.wrap(cfg)
+	f.markStopped("kube-apiserver", "was asked to stop")
+	require.NoError(t, fencedGet(cfg, "/ok"), "within the grace")
+	<-f.closed.Done()
+	start := time.Now()
+	err := fencedGet(cfg, "/hang")
+	require.ErrorContains(t, err, "kube-apiserver was asked to stop: its API requests get 200ms to answer")
+	assert.Less(t, time.Since(start), grace/2, "failed at once once closed")
+	assert.ErrorContains(t, fencedGet(cfg, "/ok"), "to answer", "even a request that would answer")
+}
+
 // TestFenceCause: the cause names a lost lease when that stopped the
 // component; stopWhen cancelled first leaves the fence open.
 func TestFenceCause(t *testing.T) {
-	f := newRequestFence(time.Millisecond)
+	f := newRequestFence(time.Millisecond, false)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer f.stopWhen(ctx, "kube-controller-manager")()
 	cancel(ErrLeaseLost)
 	<-f.stopped.Done()
 	assert.EqualError(t, context.Cause(f.stopped), "kube-controller-manager stopped (lost the leader-election lease): its API requests get 1ms to answer")
 
-	g := newRequestFence(time.Millisecond)
+	g := newRequestFence(time.Millisecond, false)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	g.stopWhen(ctx2, "kube-controller-manager")()
 	cancel2()
@@ -110,7 +129,7 @@ func TestFenceCause(t *testing.T) {
 func TestFenceKeepsRequestContext(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
-	newRequestFence(time.Hour).wrap(cfg)
+	newRequestFence(time.Hour, false).wrap(cfg)
 	client, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 	defer client.CloseIdleConnections()
@@ -131,13 +150,13 @@ func TestFenceKeepsRequestContext(t *testing.T) {
 func TestFencedStorage(t *testing.T) {
 	const grace = 100 * time.Millisecond
 	stoppedFence := func() context.Context {
-		f := newRequestFence(grace)
+		f := newRequestFence(grace, false)
 		f.markStopped("kube-apiserver", "was asked to stop")
 		return f.stopped
 	}
 	t.Run("answers", func(t *testing.T) {
 		destroyed := 0
-		s := newFencedStorage(newRequestFence(grace).stopped, grace, func() { destroyed++ })
+		s := newFencedStorage(newRequestFence(grace, false).stopped, grace, func() { destroyed++ })
 		require.NoError(t, s.call("updating x", func() error { return nil }))
 		boom := errors.New("boom")
 		assert.ErrorIs(t, newFencedStorage(stoppedFence(), grace, func() { destroyed++ }).call("updating x", func() error { return boom }), boom)
@@ -147,7 +166,7 @@ func TestFencedStorage(t *testing.T) {
 		assert.True(t, s.wait(time.Millisecond))
 	})
 	t.Run("open fence waits", func(t *testing.T) {
-		s := newFencedStorage(newRequestFence(grace).stopped, grace, func() { t.Error("destroyed with the fence open") })
+		s := newFencedStorage(newRequestFence(grace, false).stopped, grace, func() { t.Error("destroyed with the fence open") })
 		release := make(chan struct{})
 		done := make(chan error, 1)
 		go func() { done <- s.call("updating x", func() error { <-release; return nil }) }()
@@ -160,7 +179,7 @@ func TestFencedStorage(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 	t.Run("blocked at the stop", func(t *testing.T) {
-		f := newRequestFence(grace)
+		f := newRequestFence(grace, false)
 		closed := make(chan struct{})
 		destroys := 0
 		s := newFencedStorage(f.stopped, grace, func() { destroys++; close(closed); time.Sleep(3 * grace) }) // a slow close

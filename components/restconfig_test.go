@@ -71,7 +71,7 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	cfg.Host = "https://changed-after-WithRESTConfig.invalid" // a copy was kept
 	s := kcmScope(t, m)
 	require.NoError(t, s.Parse([]string{"--secure-port=0", "--leader-elect=false", "--kube-api-qps=33", "--kube-api-burst=44"}))
-	fence := newRequestFence(100 * time.Millisecond)
+	fence := newRequestFence(100*time.Millisecond, false)
 	c, leaseConfig, err := m.config(context.Background(), fence)
 	require.NoError(t, err)
 	defer closeUnserved(c)

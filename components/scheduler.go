@@ -110,6 +110,14 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 	defer informerName.Release()
 	setSchedulerInformerName(s.opts, informerName)
 
+	// Setup reads the authentication ConfigMap with context.TODO(): fenced,
+	// so that a stop while the datastore does not answer is not held up
+	// (fence.go).
+	fence := newRequestFence(stopGrace, false)
+	defer fence.markStopped(SchedulerName, "returned")
+	defer fence.stopWhen(ctx, SchedulerName)()
+	fence.wrapDelegatedAuth(s.opts.Authentication, s.opts.Authorization)
+
 	// Setup's context drives the goroutines scheduler.New starts (cache,
 	// metrics recorder, SIGUSR2 cache debugger) and the events broadcaster.
 	setupCtx, cancelSetup := context.WithCancel(ctx)

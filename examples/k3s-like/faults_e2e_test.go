@@ -339,3 +339,25 @@ func TestStopWithoutDatastore(t *testing.T) {
 		})
 	}
 }
+
+// TestExitOnLeaseLoss: with --exit-on-lease-loss a lost lease stops the
+// whole server, as upstream exits the process: etcd paused past the renew
+// deadline makes it exit 1, naming the component and the lease, within the
+// renew deadline plus a bounded stop (the datastore still paused).
+func TestExitOnLeaseLoss(t *testing.T) {
+	flags, etcdProc := etcdProcess(t)
+	s := newServer(t, t.TempDir())
+	s.start(append(flags, "--exit-on-lease-loss")...)
+	s.waitReady(2 * time.Minute)
+	require.NoError(t, etcdProc.Signal(syscall.SIGSTOP))
+	paused := time.Now()
+	code, _ := s.wait(45 * time.Second)
+	took := time.Since(paused)
+	require.NoError(t, etcdProc.Signal(syscall.SIGCONT))
+	t.Logf("FAULT exit-on-lease-loss exit=%d after=%s", code, took.Round(100*time.Millisecond))
+	assert.Equal(t, 1, code)
+	out := s.stderr.String()
+	assert.Regexp(t, `kube-(scheduler|controller-manager) failed in phase run: lost the leader-election lease kube-system/kube-(scheduler|controller-manager)`, out)
+	assert.NotContains(t, out, "Component failed; restarting it", "no recovery with --exit-on-lease-loss")
+	assert.NotContains(t, out, "abandoned", "the stop after it is bounded, datastore paused and all")
+}
