@@ -175,12 +175,13 @@ test-minimal:
 # with SIGSTOP for 5, 15 and 30 s under one server and under two, which
 # must stay up, take their leases again and schedule; 10 rounds of SIGKILL
 # in the middle of a stream of creates, after which every acknowledged
-# create must be there; SIGTERM with the datastore killed or paused, exit
-# 0 within 10 s; a full data-dir filesystem (a tmpfs; skipped where
+# create must be there; SIGTERM with the datastore killed or paused (also
+# in the middle of a recovery), exit 0 within 10 s, and
+# --exit-on-lease-loss exiting 1; a full data-dir filesystem (a tmpfs; skipped where
 # mounting is not allowed). make test runs the short form: one 15 s pause
-# each, one round, both SIGTERMs, the full filesystem. Prints the FAULT
+# each, one round, the SIGTERMs, the full filesystem. Prints the FAULT
 # figures.
-FAULT_TESTS = TestSurvivesDatastorePause|TestTwoServersSurviveDatastorePause|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestFullDataDirFilesystem
+FAULT_TESTS = TestSurvivesDatastorePause|TestTwoServersSurviveDatastorePause|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem
 faults: build
 	cd examples/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 40m -v -run '^($(FAULT_TESTS))$$' . | grep -E '^(ok|FAIL|--- |    --- )|FAULT '; exit $${PIPESTATUS[0]}
 

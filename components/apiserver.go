@@ -225,7 +225,10 @@ func (a *APIServer) Ready(ctx context.Context) error { return a.lifecycle.Ready(
 
 // LoopbackClientConfig returns a copy of the server's loopback client
 // configuration (privileged; loopback only), or nil before Run built the
-// server.
+// server. Its requests are fenced as the server's own (fence.go): once the
+// server was asked to stop, each gets a second to answer, and a second
+// after the stop they fail at once — a client of a stopped apiserver gets
+// a new configuration from the instance that replaced it.
 func (a *APIServer) LoopbackClientConfig() *rest.Config {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -189,7 +189,8 @@ func (e *elector) observedOtherLeader() {
 // lease expires on its own instead), so that a successor never runs while
 // this one is still stopping. If the lease is lost, work's context is cancelled with
 // ErrLeaseLost as the cause, run waits for work, and returns an error
-// wrapping ErrLeaseLost. If work returns on its own, the lease is released
+// wrapping ErrLeaseLost — unless ctx was cancelled meanwhile: a lease lost
+// while stopping is a stop. If work returns on its own, the lease is released
 // and its error returned. If ctx is cancelled before the lease was
 // acquired, run returns nil without calling work.
 func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConfig, work func(context.Context) error) error {
@@ -297,6 +298,11 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		cancel()
 	}
 	switch {
+	case lost && ctx.Err() != nil:
+		// Lost while (or just before) being asked to stop — a datastore
+		// gone at the stop: the component stopped, as asked.
+		logger.Info("Leader election: the lease was lost as the component was being stopped", "lease", cfg.Name, "identity", identity)
+		return workErr
 	case lost:
 		return fmt.Errorf("%w %s (held as %s)", ErrLeaseLost, cfg.Lock.Describe(), identity)
 	case !leading && ctx.Err() == nil:

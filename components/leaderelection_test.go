@@ -212,6 +212,37 @@ func TestElectorLostLease(t *testing.T) {
 	assert.Equal(t, "thief", store.holder(), "the new holder's lease is not touched")
 }
 
+// TestElectorLeaseLostWhileStopping: the lease is lost and the component is
+// asked to stop before run returns (a stop with the datastore gone): that
+// is a stop, not ErrLeaseLost, which the harness would report as a failure
+// in its stop phase.
+func TestElectorLeaseLostWhileStopping(t *testing.T) {
+	store := &memStore{}
+	e := newElector("test")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(ctx, testElection(store, "me"), func(wctx context.Context) error {
+			close(started)
+			<-wctx.Done() // the lease is lost…
+			<-ctx.Done()  // …and the stop comes before work returned
+			return nil
+		})
+	}()
+	<-started
+	store.steal("thief")
+	time.Sleep(2 * time.Second) // past the renew deadline: lost
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return")
+	}
+	assert.Equal(t, "thief", store.holder())
+}
+
 func TestElectorStandby(t *testing.T) {
 	store := &memStore{}
 	store.steal("other")
