@@ -223,8 +223,8 @@
 //     last saw it renewed. --controller-shutdown-timeout defaults to 2 s
 //     here (upstream: 10 s): the token retries sleep up to 3.5 s whatever
 //     the fence does, and upstream's Run then returns without the
-//     controllers still running, which it logs by name, as does the
-//     adapter.
+//     controllers still running, which it logs by name (the adapter adds
+//     a line saying it left them to return on their own).
 //   - The scheduler's and the controller-manager's Config read the
 //     extension-apiserver-authentication ConfigMap for delegated
 //     authentication with context.TODO(): a component restarted after a
@@ -248,6 +248,14 @@
 //     client for as long as its context — context.Background — lives, so
 //     one goroutine per stuck reconciler stays until the process exits;
 //     the error the hook logs says so.
+//
+// At 1.36 one blocker stays: the identity lease controller of
+// k8s.io/component-helpers v0.36 retries creating its lease while holding
+// the lock its Stop (a pre-shutdown hook) takes, until a context that ends
+// only after the pre-shutdown hooks: with the datastore gone, once its
+// renew has failed into those retries, kube-apiserver's stop never ends,
+// and the harness abandons it at StopTimeout, naming it. v0.37 fixed it (a
+// channel Stop closes); no 1.36 patch release has the fix.
 //
 // Measured (examples/k3s-like, TestStopWithoutDatastore and
 // TestExitOnLeaseLoss): SIGTERM with the external etcd killed or paused

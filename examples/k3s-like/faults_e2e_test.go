@@ -346,6 +346,17 @@ func TestStopWithoutDatastore(t *testing.T) {
 			require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 			code, took := s.wait(30 * time.Second)
 			t.Logf("FAULT stop-without-datastore datastore=%s exit=%d took=%s", fault.name, code, took.Round(100*time.Millisecond))
+			if apiserverStopHangsWithoutDatastore && code != 0 {
+				// 1.36's upstream deadlock, when the identity lease's
+				// renew had already failed into its create retries at the
+				// stop (else the stop is clean): bounded and named.
+				assert.Equal(t, 1, code)
+				assert.Contains(t, lastLines(s.stderr.String(), "\"Stopped\""), "kube-apiserver failed in phase stop: Run did not return within 8s of the stop; its goroutines were abandoned")
+				assert.NotContains(t, s.stderr.String(), "kube-controller-manager failed in phase stop")
+				assert.NotContains(t, s.stderr.String(), "kube-scheduler failed in phase stop")
+				assert.LessOrEqual(t, took, 12*time.Second, "SIGTERM to exit: the elected components' stop and the apiserver's stop timeout")
+				return
+			}
 			assert.Equal(t, 0, code, "exit code\n%s", tail(s.stderr.String(), 30))
 			assert.LessOrEqual(t, took, 10*time.Second, "SIGTERM to exit\n%s", tail(s.stderr.String(), 30))
 			assert.NotContains(t, s.stderr.String(), "abandoned")
@@ -372,5 +383,19 @@ func TestExitOnLeaseLoss(t *testing.T) {
 	out := s.stderr.String()
 	assert.Regexp(t, `kube-(scheduler|controller-manager) failed in phase run: lost the leader-election lease kube-system/kube-(scheduler|controller-manager)`, out)
 	assert.NotContains(t, out, "Component failed; restarting it", "no recovery with --exit-on-lease-loss")
+	if apiserverStopHangsWithoutDatastore { // 1.36: the apiserver alone is abandoned, and named
+		assert.NotContains(t, strings.ReplaceAll(out, "kube-apiserver failed in phase stop: Run did not return within 8s of the stop; its goroutines were abandoned", ""), "abandoned")
+		return
+	}
 	assert.NotContains(t, out, "abandoned", "the stop after it is bounded, datastore paused and all")
+}
+
+// lastLines returns the lines of out from the last one containing marker
+// on (the server's final error, which may span lines).
+func lastLines(out, marker string) string {
+	i := strings.LastIndex(out, marker)
+	if i < 0 {
+		return ""
+	}
+	return out[i:]
 }
