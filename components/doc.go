@@ -217,10 +217,16 @@
 //     fails. Requests that answer are not touched, so a stop with the
 //     datastore answering runs as before (failing them would make
 //     upstream's Run return from building its controllers without shutting
-//     down the work queues already made). The grace is within the lease's
-//     safety margin: a lease is lost at the renew deadline (10 s), and
-//     another candidate takes it over only a lease duration (15 s) after it
-//     last saw it renewed. --controller-shutdown-timeout defaults to 2 s
+//     down the work queues already made). What it cannot help: while the
+//     controllers are being built (the first seconds after the lease is
+//     taken), the client builder's ServiceAccount lookups go through
+//     ClientOrDie, which calls klog.Fatal — exiting the process — when one
+//     fails; with the datastore gone one fails a second after a stop or a
+//     lost lease, where without the fence it would fail at the apiserver's
+//     request timeout (60 s), with the same exit. The grace is within the
+//     lease's safety margin: a lease is lost at the renew
+//     deadline (10 s), and another candidate takes it over only a lease
+//     duration (15 s) after it last saw it renewed. --controller-shutdown-timeout defaults to 2 s
 //     here (upstream: 10 s): the token retries sleep up to 3.5 s whatever
 //     the fence does, and upstream's Run then returns without the
 //     controllers still running, which it logs by name (the adapter adds
