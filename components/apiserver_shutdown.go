@@ -37,8 +37,8 @@ import (
 // goroutine stays until the process exits.
 
 // fencedStorage bounds one reconciler's etcd calls once the apiserver was
-// asked to stop (stopped ends): call runs them, closing the reconciler's storage when one is
-// stuck at the stop. Destroy (the reconciler's) may itself block for
+// asked to stop (stopped ends): call runs them, closing the reconciler's
+// storage when one is stuck at the stop. Destroy (the reconciler's) may itself block for
 // seconds with etcd gone — closing an etcd client waits for its
 // connections — so it runs on a goroutine of its own, which the adapter
 // waits for at the end of its Run (wait), and a later Destroy from
