@@ -9,6 +9,7 @@ import (
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -115,6 +116,14 @@ func (a *APIServer) serve(ctx context.Context) error {
 	fence := newRequestFence(stopGrace, true)
 	defer fence.markStopped(APIServerName, "returned")
 	fence.wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
+	inFlight := newRequestFence(servedGrace, false)
+	defer inFlight.markStopped(APIServerName, "returned")
+	if agg := cfg.Aggregator; agg != nil && agg.GenericConfig != nil { // the server chain's outermost: it serves every request
+		build := agg.GenericConfig.BuildHandlerChainFunc
+		agg.GenericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+			return build(inFlight.handler(apiHandler), c)
+		}
+	}
 	var reconcilerStorage []*fencedStorage
 	if r := cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler; r != nil {
 		fr := newFencedPeerReconciler(r, fence.stopped, stopGrace)
@@ -192,6 +201,7 @@ func (a *APIServer) serve(ctx context.Context) error {
 		}
 	}
 	fence.markStopped(APIServerName, "was asked to stop")
+	inFlight.markStopped(APIServerName, "was asked to stop")
 	cancelSrv()
 	return <-served
 }

@@ -24,6 +24,14 @@ import (
 // no context at all.
 const stopGrace = time.Second
 
+// servedGrace is how long each request kube-apiserver serves may still
+// take once it was asked to stop (requestFence.handler): longer than
+// stopGrace, so that a client's request that answers in a few seconds with
+// the datastore answering still does, and short enough that the
+// apiserver's stop, which waits for every request in flight, fits its
+// stop timeout (8 s in k3s-like) with the datastore gone.
+const servedGrace = 3 * time.Second
+
 // requestFence bounds the HTTP requests made through the rest.Configs it
 // wrapped once the component was asked to stop: from then on, a request
 // in flight, or made later, fails if it has not answered within the
@@ -127,7 +135,25 @@ func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if err := context.Cause(f.closed); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancelCause(req.Context())
+	ctx, release := f.bound(req.Context())
+	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && req.Context().Err() == nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		release()
+		return nil, err
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+// bound returns a context of parent's that also ends, with the fence's
+// cause, grace after the fence stopped (or after bound was called, if
+// later). release stops that and cancels the context; call it once the
+// work under it is done.
+func (f *requestFence) bound(parent context.Context) (ctx context.Context, release func()) {
+	ctx, cancel := context.WithCancelCause(parent)
 	var (
 		mu       sync.Mutex
 		timer    *time.Timer
@@ -140,7 +166,7 @@ func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 			timer = time.AfterFunc(f.grace, func() { cancel(context.Cause(f.stopped)) })
 		}
 	})
-	release := func() {
+	return ctx, func() {
 		unhook()
 		mu.Lock()
 		released = true
@@ -150,16 +176,23 @@ func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 		mu.Unlock()
 		cancel(nil)
 	}
-	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && req.Context().Err() == nil {
-			err = fmt.Errorf("%w (%w)", err, cause)
-		}
-		release()
-		return nil, err
-	}
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
-	return resp, nil
+}
+
+// handler bounds each request h serves as bound does: once the fence
+// stopped, a request still being served after the grace has its context
+// cancelled, with the fence's cause. For kube-apiserver's own handler
+// chain (APIServer.Run): upstream's graceful stop waits until every
+// request in flight has returned — each bounded only by the request
+// timeout (60 s) — and with the datastore gone, any client's write in
+// flight at the SIGTERM (a kubelet's, kubectl's) waits in etcd's client
+// for that long. Cancelling its context ends the etcd call, the handler
+// answers with an error, and the drain completes.
+func (f *requestFence) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, release := f.bound(r.Context())
+		defer release()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // WrappedRoundTripper is utilnet.RoundTripperWrapper's: client-go finds the

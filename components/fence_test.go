@@ -143,6 +143,63 @@ func TestFenceKeepsRequestContext(t *testing.T) {
 	assert.NotContains(t, err.Error(), "to answer")
 }
 
+// TestFenceBoundsServedRequests: requests served through handler (kube-
+// apiserver's chain) are not bounded before the stop; one still being
+// served grace after the stop has its context cancelled with the fence's
+// cause, and the server can answer it; one that answers after the stop is
+// not touched; one that arrives after the stop gets grace of its own.
+func TestFenceBoundsServedRequests(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	f := newRequestFence(grace, false)
+	causes := make(chan error, 2)
+	srv := httptest.NewServer(f.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" { // a write waiting for a datastore that is gone
+			<-r.Context().Done()
+			causes <- context.Cause(r.Context())
+			http.Error(w, "cancelled", http.StatusGatewayTimeout)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})))
+	defer srv.Close()
+	get := func(path string) int {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+
+	hung := make(chan int, 1)
+	go func() { hung <- get("/hang") }()
+	select {
+	case code := <-hung:
+		t.Fatalf("a request was ended before any stop: %d", code)
+	case <-time.After(3 * grace):
+	}
+	stopped := time.Now()
+	f.markStopped("kube-apiserver", "was asked to stop")
+	select {
+	case code := <-hung:
+		took := time.Since(stopped)
+		assert.Equal(t, http.StatusGatewayTimeout, code, "the handler answers once its context ends")
+		assert.GreaterOrEqual(t, took, grace, "ended before the grace was over")
+		assert.Less(t, took, grace+2*time.Second)
+		assert.EqualError(t, <-causes, "kube-apiserver was asked to stop: its API requests get 300ms to answer")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request in flight at the stop was not ended")
+	}
+
+	assert.Equal(t, http.StatusOK, get("/ok"), "a request that answers after the stop is not touched")
+	start := time.Now()
+	assert.Equal(t, http.StatusGatewayTimeout, get("/hang"), "a request that arrives after the stop and hangs")
+	assert.GreaterOrEqual(t, time.Since(start), grace, "a request that arrives after the stop has grace of its own")
+	assert.Less(t, time.Since(start), grace+2*time.Second)
+	assert.Error(t, <-causes)
+}
+
 // TestFencedStorage: a storage call that answers returns its own result,
 // whatever the fence; one blocked on etcd at the stop fails once
 // it had its grace, and the storage is closed (once, on a goroutine of its
@@ -238,4 +295,20 @@ func BenchmarkFencedRoundTrip(b *testing.B) {
 	b.Run("fenced", func(b *testing.B) {
 		run(b, &fencedRoundTripper{fence: newRequestFence(stopGrace, true), next: answer})
 	})
+}
+
+// BenchmarkFencedHandler measures what requestFence.handler adds to each
+// request kube-apiserver serves, on a handler that answers at once:
+// compare bounded with plain in one run, go test -bench FencedHandler.
+func BenchmarkFencedHandler(b *testing.B) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	req := httptest.NewRequest(http.MethodGet, "https://127.0.0.1:6443/api", nil)
+	run := func(b *testing.B, h http.Handler) {
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	}
+	b.Run("plain", func(b *testing.B) { run(b, answer) })
+	b.Run("bounded", func(b *testing.B) { run(b, newRequestFence(servedGrace, false).handler(answer)) })
 }

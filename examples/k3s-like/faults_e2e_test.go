@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,7 +319,12 @@ func TestNoAcknowledgedWriteLost(t *testing.T) {
 // apiserver without its datastore). Before issue 18 it took more than 16 s
 // and exited 1: each elected component waited to release its lease and for
 // requests upstream makes without a context, then kube-apiserver's
-// pre-shutdown hooks waited for etcd past its stop timeout.
+// pre-shutdown hooks waited for etcd past its stop timeout. A client's
+// create is in flight at the SIGTERM: before the apiserver bounded the
+// requests it serves once stopping, that alone kept it past its stop
+// timeout (exit 1 after 11 s). At 1.36 alone
+// it also accepts exit 1 within 12 s naming only kube-apiserver as
+// abandoned: upstream's identity lease deadlock (identityLeaseDeadlock).
 func TestStopWithoutDatastore(t *testing.T) {
 	for _, fault := range []struct {
 		name string
@@ -344,14 +350,30 @@ func TestStopWithoutDatastore(t *testing.T) {
 				// the apiserver's next lease writes hang or fail.
 				time.Sleep(3 * time.Second)
 			}
+			// A client's write in flight at the SIGTERM, as a cluster
+			// always has one (a kubelet's heartbeat, a controller's
+			// update): the apiserver waits in etcd's client for it.
+			written := make(chan error, 1)
+			client := s.client()
+			go func() {
+				_, err := client.CoreV1().ConfigMaps("default").Create(context.Background(),
+					&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "in-flight-at-sigterm"}}, metav1.CreateOptions{})
+				written <- err
+			}()
+			time.Sleep(500 * time.Millisecond)
 			require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 			code, took := s.wait(30 * time.Second)
 			t.Logf("FAULT stop-without-datastore datastore=%s exit=%d took=%s", fault.name, code, took.Round(100*time.Millisecond))
-			if code != 0 {
+			select {
+			case err := <-written:
+				assert.Error(t, err, "a create acknowledged without a datastore")
+			case <-time.After(5 * time.Second):
+				t.Error("the client's create still waits after the server exited")
+			}
+			if code != 0 && identityLeaseDeadlock(s.stderr.String()) {
 				// Bounded and named, not clean: kube-apiserver alone
-				// abandoned at its stop timeout. At 1.36 that is upstream's
-				// identity lease deadlock (components/doc.go); at 1.37 it
-				// was seen once, under CI load (faults/RESULTS.md). A crash
+				// abandoned at its stop timeout, by upstream's identity
+				// lease deadlock at 1.36 (components/doc.go). A crash
 				// (another code) or another component failing fails here.
 				assertOnlyAPIServerAbandoned(t, s.stderr.String())
 				assert.Equal(t, 1, code)
@@ -385,18 +407,30 @@ func TestExitOnLeaseLoss(t *testing.T) {
 	out := s.stderr.String()
 	assert.Regexp(t, `kube-(scheduler|controller-manager) failed in phase run: lost the leader-election lease kube-system/kube-(scheduler|controller-manager)`, out)
 	assert.NotContains(t, out, "Component failed; restarting it", "no recovery with --exit-on-lease-loss")
-	if strings.Contains(out, "abandoned") { // as in TestStopWithoutDatastore
+	if identityLeaseDeadlock(out) && strings.Contains(out, "abandoned") { // as in TestStopWithoutDatastore
 		assertOnlyAPIServerAbandoned(t, out)
+	} else {
+		assert.NotContains(t, out, "abandoned")
 	}
+}
+
+// identityLeaseDeadlock reports whether the server's log says it runs
+// Kubernetes 1.36, whose apiserver identity lease controller
+// (k8s.io/component-helpers v0.36) can deadlock its pre-shutdown hook with
+// the datastore gone (components/doc.go): there, and only there, the stop
+// tests accept kube-apiserver abandoned at its stop timeout.
+func identityLeaseDeadlock(out string) bool {
+	return regexp.MustCompile(`"Running Kubernetes" .*version="v1\.36\.`).MatchString(out)
 }
 
 // waitControllersBuilt waits until kube-controller-manager has built its
 // controllers and started running them (its service account controller
 // logs that it starts). A datastore lost while it still builds them is
-// another case: its client builder's ServiceAccount lookups are not
-// fenced (upstream's ClientOrDie exits the process when one fails), so
-// such a stop waits for the stop timeouts, abandoning and naming the
-// controller-manager and kube-apiserver (components/doc.go).
+// another case, where upstream exits the process: two of its controller
+// constructors exit when their first request fails (the namespace
+// controller's discovery, the pod certificate request cleaner's
+// ClientOrDie), at the apiserver's request timeout without the stop, or
+// once the stop's fence ends the request (components/doc.go).
 func waitControllersBuilt(t *testing.T, s *server) {
 	t.Helper()
 	require.Eventually(t, func() bool {
