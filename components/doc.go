@@ -217,13 +217,23 @@
 //     fails. Requests that answer are not touched, so a stop with the
 //     datastore answering runs as before (failing them would make
 //     upstream's Run return from building its controllers without shutting
-//     down the work queues already made). What it cannot help: while the
-//     controllers are being built (the first seconds after the lease is
-//     taken), the client builder's ServiceAccount lookups go through
-//     ClientOrDie, which calls klog.Fatal — exiting the process — when one
-//     fails; with the datastore gone one fails a second after a stop or a
-//     lost lease, where without the fence it would fail at the apiserver's
-//     request timeout (60 s), with the same exit. The grace is within the
+//     down the work queues already made). What it cannot help: while
+//     upstream builds the controllers (BuildControllers, the first seconds
+//     after the lease is taken), a constructor's failed request is a build
+//     error, and Run returns it — except in two constructors, which exit
+//     the process: the pod certificate request cleaner takes its client
+//     through ClientOrDie (klog.Fatal when the ServiceAccount lookup
+//     fails; cmd/kube-controller-manager/app/certificates.go, on at 1.37
+//     where PodCertificateRequest is GA), and the namespace controller's
+//     deleter calls klog.FlushAndExit when its discovery — through its own
+//     ServiceAccount's token, whose fetch retries four times with sleeps
+//     of 0.5, 1 and 2 s — returns nothing
+//     (pkg/controller/namespace/deletion, initOpCache). So a stop or a lost
+//     lease while those two are being built, with the datastore gone,
+//     exits the process; without the fence the same requests fail at the
+//     apiserver's request timeout (60 s), with the same exit. The order
+//     the controllers are built in is a map's: which one is being built
+//     at the fault is chance. The grace is within the
 //     lease's safety margin: a lease is lost at the renew
 //     deadline (10 s), and another candidate takes it over only a lease
 //     duration (15 s) after it last saw it renewed. --controller-shutdown-timeout defaults to 2 s
@@ -254,6 +264,18 @@
 //     client for as long as its context — context.Background — lives, so
 //     one goroutine per stuck reconciler stays until the process exits;
 //     the error the hook logs says so.
+//   - kube-apiserver's graceful stop waits until every request in flight
+//     has returned, each bounded only by the request timeout (60 s); with
+//     the datastore gone, any client's write in flight at the stop (a
+//     kubelet's heartbeat, kubectl's create) waits in etcd's client for
+//     that long. The adapter puts a filter in front of the server chain's
+//     API handler (the aggregator's BuildHandlerChainFunc, upstream's
+//     hook for it) that cancels the context of a request still being
+//     served servedGrace (3 s) after the stop (requestFence.handler): the
+//     etcd call ends, the client gets an error (504, "context canceled"),
+//     and the drain completes. A request that answers within the grace is
+//     not touched. Before, one such create made SIGTERM end in exit 1
+//     after 11 s, kube-apiserver abandoned.
 //
 // At 1.36 one blocker stays: the identity lease controller of
 // k8s.io/component-helpers v0.36 retries creating its lease while holding
@@ -264,8 +286,8 @@
 // channel Stop closes); no 1.36 patch release has the fix.
 //
 // Measured (examples/k3s-like, TestStopWithoutDatastore and
-// TestExitOnLeaseLoss): SIGTERM with the external etcd killed or paused
-// exits 0 in 4-6 s, where it took more than 16 s and exited 1 before; a
-// stop in the middle of a recovery, the datastore still paused, is as
-// quick.
+// TestExitOnLeaseLoss): SIGTERM with the external etcd killed or paused,
+// a client's create in flight, exits 0 in 4-6 s, where it took more than
+// 16 s and exited 1 before; a stop in the middle of a recovery, the
+// datastore still paused, is as quick.
 package components
