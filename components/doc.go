@@ -208,39 +208,42 @@
 // adapters do:
 //
 //   - kube-controller-manager's per-controller credentials
-//     (--use-service-account-credentials) request tokens with
-//     context.TODO() and retry with sleeps; a worker blocked there holds
-//     its controller, and upstream's Run, until the apiserver answers. The
-//     adapter fences the controller-manager's client configuration
-//     (fence.go): once it was asked to stop, or lost its lease, each
-//     request through it that has not answered within stopGrace (1 s)
-//     fails. Requests that answer are not touched, so a stop with the
-//     datastore answering runs as before (failing them would make
-//     upstream's Run return from building its controllers without shutting
-//     down the work queues already made). What it cannot help: while
-//     upstream builds the controllers (BuildControllers, the first seconds
-//     after the lease is taken), a constructor's failed request is a build
-//     error, and Run returns it — except in two constructors, which exit
+//     (--use-service-account-credentials) request tokens with context.TODO()
+//     and retry with sleeps; a worker blocked there holds its controller, and
+//     upstream's Run, until the apiserver answers. The adapter fences the
+//     controller-manager's client configuration (fence.go): once it was asked
+//     to stop, or lost its lease, each request through it that has not
+//     answered within stopGrace (1 s) fails. Requests that answer are not
+//     touched, so a stop with the datastore answering runs as before (failing
+//     them would make upstream's Run return from building its controllers
+//     without shutting down the work queues already made). The token requests
+//     and ServiceAccount lookups go through it; the controllers' own requests
+//     do not: upstream makes their clients from client-go's
+//     AnonymousClientConfig, which drops the fence's WrapTransport. Those that
+//     use the controllers' contexts end with the stop; kube-apiserver ends the
+//     others once it stops (the requests it serves, below). What it cannot
+//     help: while upstream builds the controllers (BuildControllers, the first
+//     seconds after the lease is taken), a constructor's failed request is a
+//     build error, and Run returns it — except in two constructors, which exit
 //     the process: the pod certificate request cleaner takes its client
-//     through ClientOrDie (klog.Fatal when the ServiceAccount lookup
-//     fails; cmd/kube-controller-manager/app/certificates.go, on at 1.37
-//     where PodCertificateRequest is GA), and the namespace controller's
-//     deleter calls klog.FlushAndExit when its discovery — through its own
-//     ServiceAccount's token, whose fetch retries four times with sleeps
-//     of 0.5, 1 and 2 s — returns nothing
-//     (pkg/controller/namespace/deletion, initOpCache). So a stop or a lost
-//     lease while those two are being built, with the datastore gone,
-//     exits the process; without the fence the same requests fail at the
-//     apiserver's request timeout (60 s), with the same exit. The order
-//     the controllers are built in is a map's: which one is being built
-//     at the fault is chance. The grace is within the
-//     lease's safety margin: a lease is lost at the renew
-//     deadline (10 s), and another candidate takes it over only a lease
-//     duration (15 s) after it last saw it renewed. --controller-shutdown-timeout defaults to 2 s
-//     here (upstream: 10 s): the token retries sleep up to 3.5 s whatever
-//     the fence does, and upstream's Run then returns without the
-//     controllers still running, which it logs by name (the adapter adds
-//     a line saying it left them to return on their own).
+//     through ClientOrDie (klog.Fatal when the ServiceAccount lookup fails;
+//     cmd/kube-controller-manager/app/certificates.go, on at 1.37 where
+//     PodCertificateRequest is GA), and the namespace controller's deleter
+//     calls klog.FlushAndExit when its discovery — through its own
+//     ServiceAccount's token, whose fetch retries four times with sleeps of
+//     0.5, 1 and 2 s — returns nothing (pkg/controller/namespace/deletion,
+//     initOpCache). So a stop or a lost lease while those two are being built,
+//     with the datastore gone, exits the process; without the fence the same
+//     requests fail at the apiserver's request timeout (60 s), with the same
+//     exit. The order the controllers are built in is a map's: which one is
+//     being built at the fault is chance. The grace is within the lease's
+//     safety margin: a lease is lost at the renew deadline (10 s), and another
+//     candidate takes it over only a lease duration (15 s) after it last saw
+//     it renewed. --controller-shutdown-timeout defaults to 2 s here
+//     (upstream: 10 s): the token retries sleep up to 3.5 s whatever the fence
+//     does, and upstream's Run then returns without the controllers still
+//     running, which it logs by name (the adapter adds a line saying it left
+//     them to return on their own).
 //   - The scheduler's and the controller-manager's Config read the
 //     extension-apiserver-authentication ConfigMap for delegated
 //     authentication with context.TODO(): a component restarted after a
@@ -276,6 +279,18 @@
 //     and the drain completes. A request that answers within the grace is
 //     not touched. Before, one such create made SIGTERM end in exit 1
 //     after 11 s, kube-apiserver abandoned.
+//   - A leader whose process was paused (SIGSTOP, a stalled host or VM)
+//     past the lease duration finds, on resume, its lease taken by
+//     another server; client-go starts a new round of renew retries and
+//     gives the lease up only a renew deadline (10 s) later, its work
+//     running all that time beside the new leader's. The elector also
+//     watches the lease itself (watchLease, every 250 ms, through
+//     client-go's IsLeader and Check): once its last renewal is older
+//     than the renew deadline, or a renew read another holder, the work's
+//     context ends with ErrLeaseLost at once. Measured with two servers
+//     (TestTwoServersHandOverFromPausedLeader, a 20 s SIGSTOP of the
+//     leader): the resumed instance's work returned 0–0.1 s after the
+//     resume, where it ran for 10 s before.
 //
 // At 1.36 one blocker stays: the identity lease controller of
 // k8s.io/component-helpers v0.36 retries creating its lease while holding

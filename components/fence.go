@@ -57,6 +57,9 @@ const servedGrace = 3 * time.Second
 // updates one after the other, each of which would otherwise get its own
 // grace. The apiserver is past its start-up by then (it stops only once it
 // was ready), so only its stopping controllers make such requests.
+//
+// handler bounds, the same way, the requests a server serves: kube-
+// apiserver's own, whose graceful stop waits for each of them.
 type requestFence struct {
 	grace   time.Duration
 	stopped context.Context // ends, with its cause, when the component was asked to stop

@@ -187,7 +187,8 @@ func (e *elector) observedOtherLeader() {
 // work to return, and only then stops renewing and releases the lease
 // (releaseLease, within leaseReleaseBudget: with the datastore gone the
 // lease expires on its own instead), so that a successor never runs while
-// this one is still stopping. If the lease is lost, work's context is cancelled with
+// this one is still stopping. If the lease is lost (client-go gave it up,
+// or watchLease saw it gone first), work's context is cancelled with
 // ErrLeaseLost as the cause, run waits for work, and returns an error
 // wrapping ErrLeaseLost — unless ctx was cancelled meanwhile: a lease lost
 // while stopping is a stop. If work returns on its own, the lease is released
@@ -209,6 +210,7 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		workErr   error
 		workDone  = make(chan struct{})
 		callbacks = leaderelection.LeaderCallbacks{}
+		le        *leaderelection.LeaderElector // set before it runs the callbacks
 	)
 	callbacks.OnStartedLeading = func(lctx context.Context) {
 		mu.Lock()
@@ -223,15 +225,26 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		wctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		// lctx ends before work returns only when the lease was lost.
-		unhook := context.AfterFunc(lctx, func() {
+		loseLease := func() {
 			mu.Lock()
 			lost = true
 			mu.Unlock()
 			cancel(ErrLeaseLost)
-		})
+		}
+		unhook := context.AfterFunc(lctx, loseLease)
 		defer unhook()
+		watched := make(chan struct{})
+		defer func() { <-watched }()
+		go func() {
+			defer close(watched)
+			if watchLease(wctx, le, cfg.LeaseDuration, cfg.RenewDeadline) {
+				logger.Info("Leader election: the lease is no longer ours (not renewed within the renew deadline, or another holder seen); stopping the work", "lease", cfg.Name, "identity", identity)
+				loseLease()
+			}
+		}()
 		logger.Info("Leader election: acquired the lease, starting", "lease", cfg.Name, "identity", identity)
 		workErr = work(wctx)
+		cancel(nil) // ends watchLease
 	}
 	callbacks.OnStoppedLeading = func() {
 		// Never exit: run's caller decides. client-go calls this when its
@@ -255,7 +268,8 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 	// with the datastore gone waits out. releaseLease below has
 	// leaseReleaseBudget.
 	cfg.ReleaseOnCancel = false
-	le, err := leaderelection.NewLeaderElector(cfg)
+	var err error
+	le, err = leaderelection.NewLeaderElector(cfg)
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
@@ -310,6 +324,38 @@ func (e *elector) run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 	}
 	return workErr
 }
+
+// watchLease reports, while ctx lasts, when le no longer holds its lease
+// by its own account: the last renewal it observed is older than
+// renewDeadline, or it saw another holder in the record. It returns false
+// when ctx ended first.
+//
+// client-go gives up a lease only when a whole round of renew retries
+// fails, a renew deadline after the round began: a leader whose process
+// was paused (SIGSTOP, a stalled host) past the lease duration, and whose
+// lease another server took meanwhile, starts a new round on resume and
+// keeps running its work, side by side with the new leader, for up to
+// another renew deadline (10 s measured, TestTwoServersHandOverFromPausedLeader).
+// Checked every watchLeasePeriod, the work stops at once instead.
+func watchLease(ctx context.Context, le *leaderelection.LeaderElector, leaseDuration, renewDeadline time.Duration) bool {
+	t := time.NewTicker(watchLeasePeriod)
+	defer t.Stop()
+	for {
+		// Check errs when the last observation (a renewal, while leading)
+		// is older than the lease duration plus its argument.
+		if !le.IsLeader() || le.Check(renewDeadline-leaseDuration) != nil {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// watchLeasePeriod is how often watchLease looks.
+const watchLeasePeriod = 250 * time.Millisecond
 
 // leaseReleaseBudget bounds the release of a lease on stop: with the
 // datastore unreachable the release fails after it, and the lease expires

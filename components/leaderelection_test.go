@@ -212,6 +212,39 @@ func TestElectorLostLease(t *testing.T) {
 	assert.Equal(t, "thief", store.holder(), "the new holder's lease is not touched")
 }
 
+// TestElectorStopsWorkOnceAnotherHolderSeen: once a renew reads another
+// holder in the record, work's context ends at once (watchLease), not when
+// client-go gives up a renew deadline later — the window in which a leader
+// resumed after a pause still runs beside the one that took over.
+func TestElectorStopsWorkOnceAnotherHolderSeen(t *testing.T) {
+	store := &memStore{}
+	cfg := testElection(store, "me")
+	cfg.LeaseDuration, cfg.RenewDeadline = 8*time.Second, 6*time.Second // client-go alone: ~6 s
+	e := newElector("test")
+	started := make(chan struct{})
+	stopped := make(chan time.Time, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.run(context.Background(), cfg, func(wctx context.Context) error {
+			close(started)
+			<-wctx.Done()
+			stopped <- time.Now()
+			return nil
+		})
+	}()
+	<-started
+	stolen := time.Now()
+	store.steal("thief")
+	select {
+	case at := <-stopped:
+		assert.Less(t, at.Sub(stolen), 2*time.Second, "work ran on after a renew saw another holder")
+	case <-time.After(20 * time.Second):
+		t.Fatal("work's context did not end after the lease was taken")
+	}
+	require.ErrorIs(t, <-done, ErrLeaseLost)
+	assert.Equal(t, "thief", store.holder())
+}
+
 // TestElectorLeaseLostWhileStopping: the lease is lost and the component is
 // asked to stop before run returns (a stop with the datastore gone): that
 // is a stop, not ErrLeaseLost, which the harness would report as a failure

@@ -145,12 +145,7 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 		for _, o := range overlaps {
 			t.Errorf("two instances led at once: %s", o)
 		}
-		owner := map[string]string{} // identity → server
-		for _, ss := range spans {
-			for _, s := range ss {
-				owner[s.identity] = s.server
-			}
-		}
+		owner := spanOwners(spans) // identity → server
 		changes := samples.changes()
 		round := map[string]int{}
 		total := 0
