@@ -150,6 +150,7 @@ func TestSurvivesDatastorePause(t *testing.T) {
 	s := newServer(t, t.TempDir())
 	s.start(flags...)
 	s.waitReady(2 * time.Minute)
+	waitControllersBuilt(t, s) // a pause while they are built can exit the process (see there)
 	ctx := t.Context()
 	c := s.client()
 	createReadyNode(ctx, t, c, "node-1")

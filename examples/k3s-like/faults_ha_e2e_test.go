@@ -77,6 +77,9 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 	a.waitReady(2 * time.Minute)
 	b.start(ha...)
 	b.waitReady(2 * time.Minute)
+	// A leads; a pause while its controller-manager builds its controllers
+	// can exit the process (waitControllersBuilt): seen here, exit 255.
+	waitControllersBuilt(t, a)
 
 	ctx := t.Context()
 	clients := []kubernetes.Interface{a.client(), b.client()}
