@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	clientset "k8s.io/client-go/kubernetes"
@@ -230,11 +231,27 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	m.elector.setSettings(le)
 	ran, err = m.runElected(ctx, lease, upstreamRun{
 		run: func(ctx context.Context) error {
-			// Once stopped (or the lease lost), each request of the
-			// controllers gets stopGrace (fence.go), so that a worker
-			// blocked on an apiserver without its datastore lets
-			// upstream's Run return.
-			defer fence.stopWhen(ctx, ControllerManagerName)()
+			// Once the lease is lost, each request of the controllers
+			// gets stopGrace (fence.go), so that a worker blocked on an
+			// apiserver without its datastore lets upstream's Run return
+			// — but only once upstream has built its controllers: two of
+			// its constructors exit the process when a request fails
+			// (package documentation, "Stopping, or losing a lease, with
+			// the datastore gone"). Until then a lost lease lets the
+			// build's requests wait for the datastore (at most the
+			// apiserver's request timeout, as upstream); a stop (the
+			// fence's other stopWhen, above) does not wait.
+			built := make(chan struct{})
+			probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
+			var probing sync.WaitGroup
+			probing.Go(func() {
+				err := waitControllersBuilt(probeCtx, cc.SecureServing, kcmapp.KnownControllers())
+				if err == nil || errors.Is(err, errNoServing) { // nothing to wait for without a /healthz
+					close(built)
+				}
+			})
+			defer func() { stopProbe(); probing.Wait() }()
+			defer fence.stopAfter(ctx, ControllerManagerName, built)()
 			err := kcmapp.Run(ctx, cc)
 			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamKCMShutdownTimeout) {
 				// Upstream logged which ("Controller shutdown timeout

@@ -221,29 +221,43 @@
 //     do not: upstream makes their clients from client-go's
 //     AnonymousClientConfig, which drops the fence's WrapTransport. Those that
 //     use the controllers' contexts end with the stop; kube-apiserver ends the
-//     others once it stops (the requests it serves, below). What it cannot
-//     help: while upstream builds the controllers (BuildControllers, the first
-//     seconds after the lease is taken), a constructor's failed request is a
-//     build error, and Run returns it — except in two constructors, which exit
-//     the process: the pod certificate request cleaner takes its client
-//     through ClientOrDie (klog.Fatal when the ServiceAccount lookup fails;
+//     others once it stops (the requests it serves, below). While upstream
+//     builds the controllers (BuildControllers, the first seconds after the
+//     lease is taken), a constructor's failed request is a build error, and
+//     Run returns it — without shutting down the work queues already made —
+//     except in two constructors, which exit the process: the pod certificate
+//     request cleaner takes its client through ClientOrDie (klog.Fatal when
+//     the ServiceAccount lookup fails;
 //     cmd/kube-controller-manager/app/certificates.go, on at 1.37 where
 //     PodCertificateRequest is GA), and the namespace controller's deleter
 //     calls klog.FlushAndExit when its discovery — through its own
 //     ServiceAccount's token, whose fetch retries four times with sleeps of
 //     0.5, 1 and 2 s — returns nothing (pkg/controller/namespace/deletion,
-//     initOpCache). So a stop or a lost lease while those two are being built,
-//     with the datastore gone, exits the process; without the fence the same
-//     requests fail at the apiserver's request timeout (60 s), with the same
-//     exit. The order the controllers are built in is a map's: which one is
-//     being built at the fault is chance. The grace is within the lease's
-//     safety margin: a lease is lost at the renew deadline (10 s), and another
-//     candidate takes it over only a lease duration (15 s) after it last saw
-//     it renewed. --controller-shutdown-timeout defaults to 2 s here
-//     (upstream: 10 s): the token retries sleep up to 3.5 s whatever the fence
-//     does, and upstream's Run then returns without the controllers still
-//     running, which it logs by name (the adapter adds a line saying it left
-//     them to return on their own).
+//     initOpCache). So a lost lease does not fence the requests until the
+//     building is over: the adapter asks the controller-manager's verbose
+//     /healthz, where BuildControllers registers a check per controller once
+//     it built the last one (waitControllersBuilt); until then the build's
+//     requests wait for the datastore, at most the apiserver's request timeout
+//     (60 s), as upstream; once it answers, the building ends (the
+//     constructors that honour the context, which the lost lease ended, return
+//     an error — the node IPAM controller's, for one), the instance returns
+//     and its successor campaigns. Measured: etcd paused 15 s from the start
+//     of the building, the server stays up and a Deployment's Pods are bound
+//     after the resume; before, the fence ended a ServiceAccount create 1 s
+//     after the lost lease
+//     (TestSurvivesDatastorePauseWhileControllersAreBuilt). Without a secure
+//     port there is nothing to ask, and the fence applies at once. What is
+//     left: a stop (SIGTERM), which must be bounded, during the building with
+//     the datastore gone, and a stall longer than the request timeout during
+//     it, exit the process through those two constructors — which one is being
+//     built at the fault is chance, the order being a map's. The grace is
+//     within the lease's safety margin: a lease is lost at the renew deadline
+//     (10 s), and another candidate takes it over only a lease duration (15 s)
+//     after it last saw it renewed. --controller-shutdown-timeout defaults to
+//     2 s here (upstream: 10 s): the token retries sleep up to 3.5 s whatever
+//     the fence does, and upstream's Run then returns without the controllers
+//     still running, which it logs by name (the adapter adds a line saying it
+//     left them to return on their own).
 //   - The scheduler's and the controller-manager's Config read the
 //     extension-apiserver-authentication ConfigMap for delegated
 //     authentication with context.TODO(): a component restarted after a

@@ -114,14 +114,35 @@ func (f *requestFence) markStopped(component, why string) {
 // stopWhen marks the fence stopped when ctx ends (see markStopped). The
 // returned func cancels that, for when the component returned first.
 func (f *requestFence) stopWhen(ctx context.Context, component string) (cancel func()) {
+	return f.stopAfter(ctx, component, nil)
+}
+
+// stopAfter is stopWhen, but once ctx ended it waits for gate to be closed
+// too (no wait with a nil gate): kube-controller-manager's lost lease
+// while upstream still builds its controllers, whose requests must not
+// fail then (ControllerManager.Run). The returned func cancels it, the
+// wait included.
+func (f *requestFence) stopAfter(ctx context.Context, component string, gate <-chan struct{}) (cancel func()) {
+	cancelled := make(chan struct{})
 	unhook := context.AfterFunc(ctx, func() {
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-cancelled:
+				return
+			}
+		}
 		why := "was asked to stop"
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			why = "stopped (" + cause.Error() + ")"
 		}
 		f.markStopped(component, why)
 	})
-	return func() { unhook() }
+	var once sync.Once
+	return func() {
+		unhook()
+		once.Do(func() { close(cancelled) })
+	}
 }
 
 // fencedRoundTripper gives each request grace once its fence is stopped.

@@ -125,6 +125,47 @@ func TestFenceCause(t *testing.T) {
 	assert.NoError(t, g.stopped.Err(), "stopped although stopWhen was cancelled first")
 }
 
+// TestFenceStopAfterGate: with a gate, a context that ended marks the fence
+// stopped only once the gate is closed too (a lease lost while
+// kube-controller-manager builds its controllers); cancelling first leaves
+// it open and ends the wait.
+func TestFenceStopAfterGate(t *testing.T) {
+	f := newRequestFence(time.Millisecond, false)
+	gate := make(chan struct{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer f.stopAfter(ctx, "kube-controller-manager", gate)()
+	cancel(ErrLeaseLost)
+	time.Sleep(100 * time.Millisecond)
+	assert.NoError(t, f.stopped.Err(), "stopped before the gate opened")
+	close(gate)
+	select {
+	case <-f.stopped.Done():
+		assert.EqualError(t, context.Cause(f.stopped), "kube-controller-manager stopped (lost the leader-election lease): its API requests get 1ms to answer")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not stopped once the gate opened")
+	}
+
+	g := newRequestFence(time.Millisecond, false)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	stopWaiting := g.stopAfter(ctx2, "kube-controller-manager", make(chan struct{}))
+	cancel2()
+	time.Sleep(20 * time.Millisecond) // waiting for the gate now
+	stopWaiting()                     // goleak: the wait ends
+	assert.NoError(t, g.stopped.Err())
+}
+
+// TestListsCheck: a verbose /healthz lists the controllers' checks once
+// they were built, passing or failing; the base checks do not count.
+func TestListsCheck(t *testing.T) {
+	known := map[string]bool{"namespace-controller": true, "deployment-controller": true}
+	before := "[+]ping ok\n[+]log ok\nhealthz check passed\n"
+	assert.False(t, listsCheck(before, known))
+	assert.False(t, listsCheck("", known))
+	assert.False(t, listsCheck("[+]namespace-controllers ok\n", known), "a prefix of a name is not the name")
+	assert.True(t, listsCheck("[+]ping ok\n[+]log ok\n[+]namespace-controller ok\nhealthz check passed\n", known))
+	assert.True(t, listsCheck("[+]ping ok\n[-]deployment-controller failed: reason withheld\nhealthz check failed\n", known))
+}
+
 // TestFenceKeepsRequestContext: a request cancelled by its own context
 // fails with that, not with the fence's cause.
 func TestFenceKeepsRequestContext(t *testing.T) {

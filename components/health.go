@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -65,20 +66,29 @@ func (p *servingProbe) verifyPinned(raw [][]byte, _ [][]*x509.Certificate) error
 
 // get returns nil when path answers 200 "ok".
 func (p *servingProbe) get(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+p.serving.Listener.Addr().String()+path, nil)
+	status, body, err := p.fetch(ctx, path, 4096)
 	if err != nil {
 		return err
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("%s: %d %s", path, status, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// fetch GETs path and returns the status and up to limit bytes of the body.
+func (p *servingProbe) fetch(ctx context.Context, path string, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+p.serving.Listener.Addr().String()+path, nil)
+	if err != nil {
+		return 0, nil, err
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %d %s", path, resp.StatusCode, bytes.TrimSpace(body))
-	}
-	return nil
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	return resp.StatusCode, body, err
 }
 
 // waitOK polls path every 100 ms until it answers 200 or ctx ends.
@@ -101,4 +111,44 @@ func waitHealthz(ctx context.Context, serving *genericapiserver.SecureServingInf
 		return nil
 	}
 	return newServingProbe(serving).waitOK(ctx, "/healthz")
+}
+
+// waitControllersBuilt waits until kube-controller-manager has built its
+// controllers: upstream's BuildControllers registers a /healthz check per
+// controller it built, all at once after the last one, so the first
+// verbose /healthz that lists a check named after one of known (upstream's
+// KnownControllers) says the building is over. It polls every 250 ms until
+// then (nil) or until ctx ends (its error). With no secure serving there
+// is nothing to ask: it returns errNoServing at once.
+func waitControllersBuilt(ctx context.Context, serving *genericapiserver.SecureServingInfo, known []string) error {
+	if serving == nil {
+		return errNoServing
+	}
+	names := make(map[string]bool, len(known))
+	for _, n := range known {
+		names[n] = true
+	}
+	p := newServingProbe(serving)
+	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, body, err := p.fetch(ctx, "/healthz?verbose", 1<<16)
+		return err == nil && listsCheck(string(body), names), nil
+	})
+}
+
+// errNoServing: the component serves no /healthz (--secure-port=0).
+var errNoServing = errors.New("no secure serving")
+
+// listsCheck reports whether a verbose /healthz body ("[+]name ok",
+// "[-]name failed: …" lines) lists a check with one of names.
+func listsCheck(body string, names map[string]bool) bool {
+	for line := range strings.SplitSeq(body, "\n") {
+		rest, ok := strings.CutPrefix(line, "[+]")
+		if !ok {
+			rest, ok = strings.CutPrefix(line, "[-]")
+		}
+		if name, _, _ := strings.Cut(rest, " "); ok && names[name] {
+			return true
+		}
+	}
+	return false
 }

@@ -65,7 +65,9 @@ type Harness struct {
 	// the harness. A distro uses it to demote a scheduler or
 	// controller-manager that lost its leader-election lease
 	// (components.ErrLeaseLost) back to a standby that campaigns again,
-	// where upstream exits the process. err is what Run returned. The
+	// where upstream exits the process. err is what Run returned. A
+	// component that fails so while others still start is restarted once
+	// every component started (PhaseRun); WaitReady waits for it. The
 	// component is Failed until its new instance starts; its restart
 	// counts in ComponentStatus.Restarts and Recoveries, and
 	// ComponentStatus.LastRecovery says when and why. A restart that fails
@@ -618,6 +620,13 @@ func (r *run) recoverUnit(u *unit, cause *ComponentError) {
 	n := u.recoveries
 	r.h.mu.Unlock()
 	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "recoveries", n, "err", cause.Err)
+	// A component can fail once ready while others still start (a lost
+	// lease while the scheduler waits for its own); Restart works in
+	// PhaseRun only: the restart waits for it.
+	if !r.waitPhaseRun() {
+		r.log.Info("Restart after a failure interrupted by the stop", "component", u.c.Name())
+		return
+	}
 	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), u.args)
 	switch {
 	case err == nil:
@@ -626,6 +635,40 @@ func (r *run) recoverUnit(u *unit, cause *ComponentError) {
 	default:
 		r.failWith(fmt.Errorf("%w; restarting it failed: %v", cause, err))
 	}
+}
+
+// waitPhaseRun waits until Run reaches PhaseRun (true) or stops — the
+// caller cancelled, or the start failed (false).
+func (r *run) waitPhaseRun() bool {
+	for {
+		changed, st := r.h.changes()
+		switch {
+		case r.runCtx.Err() != nil:
+			return false
+		case st.Phase == PhaseRun:
+			return true
+		}
+		select {
+		case <-changed:
+		case <-r.runCtx.Done():
+		}
+	}
+}
+
+// recoveringNow reports whether the named component failed and
+// Harness.Recover is restarting it.
+func (h *Harness) recoveringNow(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur == nil {
+		return false
+	}
+	for _, u := range h.cur.order {
+		if u.c.Name() == name {
+			return u.state == Failed && u.recovering
+		}
+	}
+	return false
 }
 
 // wait blocks until the caller cancels or a component fails.

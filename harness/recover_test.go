@@ -115,6 +115,50 @@ func TestRecoverRestartsAFailedComponent(t *testing.T) {
 	})
 }
 
+// TestRecoverWhileOthersStart: a ← b, a ← c; b is ready and fails with an
+// error Recover keeps while c still starts (a lease lost while the
+// scheduler waits for its own). The harness does not stop: b is restarted
+// once Run is in PhaseRun, and WaitReady, called before, waits for it
+// instead of returning b's failure.
+func TestRecoverWhileOthersStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
+		b.failAfter, b.failErr = 2*time.Second, errLost // the renewed instance does not fail
+		c.readyAfter = 10 * time.Second
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		require.NoError(t, h.Add(c, nil, "a"))
+		stop, done := runUntil(t, h)
+		waited := make(chan error, 1)
+		go func() { waited <- h.WaitReady(t.Context()) }()
+
+		time.Sleep(5 * time.Second) // b failed; c still starting
+		synctest.Wait()
+		assert.Equal(t, harness.PhaseStart, h.Status().Phase)
+		assert.Equal(t, []string{"b: lost the leader-election lease"}, rec.list())
+		select {
+		case err := <-waited:
+			t.Fatalf("WaitReady returned while b was being recovered: %v", err)
+		default:
+		}
+
+		time.Sleep(10 * time.Second) // c ready: PhaseRun, b restarted
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		case err := <-waited:
+			require.NoError(t, err, "WaitReady once b was restarted")
+		}
+		st := h.Status()
+		assert.Equal(t, harness.PhaseRun, st.Phase)
+		assert.True(t, st.Ready(), "every component ready")
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 0}, restarts(h))
+		require.NoError(t, stop())
+	})
+}
+
 // TestRecoverDeclines: Recover says no (another error): the harness stops,
 // as without Recover, and Run returns the failure.
 func TestRecoverDeclines(t *testing.T) {

@@ -32,8 +32,10 @@ func (h *Harness) changes() (<-chan struct{}, Status) {
 // (Status.Ready), so Restart may follow — and returns nil; or until ctx ends (its
 // error), or the run ended or one of them failed (an error naming it). It
 // is the notification a binary waits on instead of polling Status — after
-// Run started it, and again after a Restart. A component not added is an
-// error at once.
+// Run started it, and again after a Restart. A component that failed and
+// that Harness.Recover restarts is waited for, not an error (a lease lost
+// while the others still start: the restart follows once Run is in
+// PhaseRun). A component not added is an error at once.
 func (h *Harness) WaitReady(ctx context.Context, names ...string) error {
 	for {
 		changed, st := h.changes()
@@ -49,7 +51,7 @@ func (h *Harness) WaitReady(ctx context.Context, names ...string) error {
 			if len(names) > 0 && !slices.Contains(names, c.Name) {
 				continue
 			}
-			if c.State == Failed {
+			if c.State == Failed && !h.recoveringNow(c.Name) { // Harness.Recover restarts it: not ready yet
 				return fmt.Errorf("harness: %s failed: %s", c.Name, c.Error)
 			}
 			ready = ready && c.State == Ready

@@ -242,6 +242,63 @@ func killRounds(t *testing.T) int {
 	return n
 }
 
+// TestSurvivesDatastorePauseWhileControllersAreBuilt: etcd is paused (15
+// s, past the renew deadline) as soon as kube-controller-manager builds
+// its controllers, so that its lease is lost while upstream still builds
+// them. The server stays up. Until the building is over, the lost lease
+// does not make the fence end the controller-manager's requests: two
+// upstream constructors exit the process when theirs fails
+// (components/doc.go). So no request of it fails with the fence's cause
+// before the resume; the building then ends (constructors that honour the
+// context, which the lost lease ended, return an error), the demoted
+// instance returns, and its successor leads and runs the controllers: a
+// Deployment's Pods are bound.
+func TestSurvivesDatastorePauseWhileControllersAreBuilt(t *testing.T) {
+	flags, etcdProc := etcdProcess(t)
+	s := newServer(t, t.TempDir())
+	s.start(flags...)
+	// Lines upstream's BuildControllers logs while it goes through the
+	// controllers (in a map's order): the first one means the building has
+	// begun, past CreateControllerContext's wait for a healthy apiserver.
+	building := regexp.MustCompile(`"Warning: controller is disabled"|"Controller is disabled by a feature gate"|"Warning: skipping controller"|"QuotaMonitor created object count evaluator"`)
+	require.Eventually(t, func() bool { return building.MatchString(s.stderr.String()) },
+		2*time.Minute, 5*time.Millisecond, "kube-controller-manager building its controllers")
+	require.NoError(t, etcdProc.Signal(syscall.SIGSTOP))
+	atPause := len(s.stderr.String())
+	time.Sleep(15 * time.Second)
+	require.NoError(t, etcdProc.Signal(syscall.SIGCONT))
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.stderr.String(), `"Component failed; restarting it (Harness.Recover)" component="kube-controller-manager"`)
+	}, 30*time.Second, 100*time.Millisecond, "kube-controller-manager demoted after losing its lease")
+	s.waitReady(time.Minute)
+
+	ctx := t.Context()
+	c := s.client()
+	createReadyNode(ctx, t, c, "node-1")
+	deployAndWaitBound(ctx, t, c, "after-a-pause-while-built", 2, "node-1")
+	select {
+	case <-s.exited:
+		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+	default:
+	}
+	out := s.stderr.String()
+	// Demoted while the harness still started the others (the scheduler
+	// waiting for its own lease), or once it ran: both happen.
+	during := "run"
+	if run, demoted := strings.Index(out, `"Harness phase" phase="run"`), strings.Index(out, "Component failed; restarting it"); run < 0 || demoted < run {
+		during = "start"
+	}
+	t.Logf("FAULT etcd-pause-while-building pause=15s survived=yes demoted-in-harness-phase=%s", during)
+	assert.Greater(t, strings.Index(out, "Starting service account controller"), atPause,
+		"the controllers started before the pause: the window was not tested")
+	if i := strings.Index(out, "kube-controller-manager stopped (lost the leader-election lease): its API requests get"); i >= 0 {
+		t.Errorf("the fence ended a request of the controller-manager while it built its controllers:\n%s", out[max(0, i-1500):min(len(out), i+300)])
+	}
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(30 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
 // TestNoAcknowledgedWriteLost: a server with embedded etcd is killed
 // (SIGKILL: no stop, no flush) in the middle of a stream of ConfigMap
 // creates; after a restart on the same data dir every create the apiserver
