@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,22 +68,14 @@ import (
 // …" (make faults: pauses of 5, 15 and 30 s), and the re-elections and
 // holder changes behind it.
 func TestTwoServersSurviveDatastorePause(t *testing.T) {
-	flags, etcdProc := etcdProcess(t)
-	// JSON logs: leadSpans reads the leadership spans from them.
-	ha := slices.Concat(flags, []string{"--token=e2e-secret", "--logging-format=json"})
-	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
-	servers := []*server{a, b}
-	names := []string{"A", "B"}
-	a.start(ha...)
-	a.waitReady(2 * time.Minute)
-	b.start(ha...)
-	b.waitReady(2 * time.Minute)
+	servers, names, etcdProc := twoServers(t)
+	a := servers[0]
 	// A leads; a pause while its controller-manager builds its controllers
 	// can exit the process (waitControllersBuilt): seen here, exit 255.
 	waitControllersBuilt(t, a)
 
 	ctx := t.Context()
-	clients := []kubernetes.Interface{a.client(), b.client()}
+	clients := []kubernetes.Interface{a.client(), servers[1].client()}
 	createReadyNode(ctx, t, clients[0], "node-1")
 	_, err := clients[0].CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -96,13 +89,7 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 		}
 	}, time.Minute, 500*time.Millisecond, "both leases held before the pause")
 
-	samples := &leaseSamples{records: map[string]map[int64]leaseRecord{}}
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	for _, c := range clients {
-		sampling.Go(func() { samples.run(sampleCtx, c, leases) })
-	}
-	stopSamplers := sync.OnceFunc(func() { stopSampling(); sampling.Wait() })
+	samples, stopSamplers := sampleLeases(ctx, clients, leases)
 	defer stopSamplers()
 
 	running := func(when string) {
@@ -194,6 +181,33 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 		code, took := s.wait(30 * time.Second)
 		assert.Equal(t, 0, code, "server %s's exit code after SIGTERM (took %s)\n%s", names[i], took, tail(s.stderr.String(), 30))
 	}
+}
+
+// twoServers starts two servers on one external etcd (as TestHA: one
+// token, one PKI), with JSON logs (leadSpans reads the leadership spans
+// from them): A, then B once A is ready. It returns them, their names
+// and the etcd process.
+func twoServers(t *testing.T) (servers []*server, names []string, etcdProc *os.Process) {
+	flags, etcdProc := etcdProcess(t)
+	ha := slices.Concat(flags, []string{"--token=e2e-secret", "--logging-format=json"})
+	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
+	a.start(ha...)
+	a.waitReady(2 * time.Minute)
+	b.start(ha...)
+	b.waitReady(2 * time.Minute)
+	return []*server{a, b}, []string{"A", "B"}, etcdProc
+}
+
+// sampleLeases reads the leases through each client every 200 ms (run)
+// until stop, which may be called more than once, returns.
+func sampleLeases(ctx context.Context, clients []kubernetes.Interface, leases []string) (samples *leaseSamples, stop func()) {
+	samples = &leaseSamples{records: map[string]map[int64]leaseRecord{}}
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	for _, c := range clients {
+		sampling.Go(func() { samples.run(sampleCtx, c, leases) })
+	}
+	return samples, sync.OnceFunc(func() { stopSampling(); sampling.Wait() })
 }
 
 // objectsLost reads back, through every client, what was written before

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -35,16 +34,10 @@ import (
 // lease overlap (the paused server's span counts as ending at the pause:
 // a stopped process does nothing).
 func TestTwoServersHandOverFromPausedLeader(t *testing.T) {
-	flags, _ := etcdProcess(t)
-	ha := slices.Concat(flags, []string{"--token=e2e-secret", "--logging-format=json"})
-	a, b := newServer(t, t.TempDir()), newServer(t, t.TempDir())
-	servers, names := []*server{a, b}, []string{"A", "B"}
-	a.start(ha...)
-	a.waitReady(2 * time.Minute)
-	b.start(ha...)
-	b.waitReady(2 * time.Minute)
+	servers, names, _ := twoServers(t)
+	a := servers[0]
 	ctx := t.Context()
-	clients := []kubernetes.Interface{a.client(), b.client()}
+	clients := []kubernetes.Interface{a.client(), servers[1].client()}
 	leases := []string{components.SchedulerName, components.ControllerManagerName}
 
 	// A started first and leads both; B stands by.
@@ -60,11 +53,7 @@ func TestTwoServersHandOverFromPausedLeader(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond)
 	createReadyNode(ctx, t, clients[1], "node-1")
 
-	samples := &leaseSamples{records: map[string]map[int64]leaseRecord{}}
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	sampling.Go(func() { samples.run(sampleCtx, clients[1], leases) }) // A's apiserver is paused with it
-	stopSamplers := sync.OnceFunc(func() { stopSampling(); sampling.Wait() })
+	samples, stopSamplers := sampleLeases(ctx, clients[1:], leases) // through B: A's apiserver is paused with A
 	defer stopSamplers()
 
 	paused := time.Now()
