@@ -655,22 +655,6 @@ func (r *run) waitPhaseRun() bool {
 	}
 }
 
-// recoveringNow reports whether the named component failed and
-// Harness.Recover is restarting it.
-func (h *Harness) recoveringNow(name string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cur == nil {
-		return false
-	}
-	for _, u := range h.cur.order {
-		if u.c.Name() == name {
-			return u.state == Failed && u.recovering
-		}
-	}
-	return false
-}
-
 // wait blocks until the caller cancels or a component fails.
 func (r *run) wait() error {
 	<-r.runCtx.Done()

@@ -39,6 +39,8 @@ type ComponentStatus struct {
 	// standby that campaigns again); LastRecovery is the last of them.
 	Recoveries   int       `json:"recoveries,omitempty"`
 	LastRecovery *Recovery `json:"lastRecovery,omitempty"`
+
+	recovering bool // Failed, and Harness.Recover restarts it (WaitReady)
 }
 
 // Recovery is one restart of a component that Harness.Recover kept from
@@ -74,7 +76,7 @@ func (h *Harness) Status() Status {
 		}
 	}
 	for _, u := range h.units {
-		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts, Recoveries: u.recoveries, LastRecovery: u.lastRecov}
+		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts, Recoveries: u.recoveries, LastRecovery: u.lastRecov, recovering: u.state == Failed && u.recovering}
 		if u.err != nil {
 			cs.Error = u.err.Error()
 		}

@@ -51,7 +51,7 @@ func (h *Harness) WaitReady(ctx context.Context, names ...string) error {
 			if len(names) > 0 && !slices.Contains(names, c.Name) {
 				continue
 			}
-			if c.State == Failed && !h.recoveringNow(c.Name) { // Harness.Recover restarts it: not ready yet
+			if c.State == Failed && !c.recovering { // Harness.Recover restarts it: not ready yet
 				return fmt.Errorf("harness: %s failed: %s", c.Name, c.Error)
 			}
 			ready = ready && c.State == Ready
