@@ -245,8 +245,7 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
 			var probing sync.WaitGroup
 			probing.Go(func() {
-				err := waitControllersBuilt(probeCtx, cc.SecureServing, kcmapp.KnownControllers())
-				if err == nil || errors.Is(err, errNoServing) { // nothing to wait for without a /healthz
+				if waitControllersBuilt(probeCtx, cc.SecureServing, kcmapp.KnownControllers()) == nil {
 					close(built)
 				}
 			})
