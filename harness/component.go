@@ -37,8 +37,8 @@ type EarlyStarter interface {
 // Readier is implemented by components that are not ready as soon as Run is
 // called. A component that is not a Readier counts as ready as soon as the
 // goroutine calling its Run is started. Ready blocks until the component is ready (nil) or ctx ends (an
-// error); the harness bounds it with ReadyTimeout. Dependents start only
-// after it returned nil.
+// error); the harness bounds it with ReadyTimeout, and ends ctx when the
+// component's Run returned. Dependents start only after it returned nil.
 type Readier interface {
 	Ready(ctx context.Context) error
 }

@@ -26,7 +26,11 @@
 //     called as soon as the dependencies it names were started (their
 //     start-ups overlap); its Ready still waits for them to be ready.
 //   - run: wait for ctx to end or the first failure: an error or panic in a
-//     Run, a Run that returns early, a Ready that fails or times out.
+//     Run, a Run that returns early, a Ready that fails or times out. With
+//     Harness.Recover, a Run failure it keeps restarts that component (and
+//     its dependents) instead, once every component started — also a
+//     failure before the component was ready, unless a dependent was
+//     launched early against it.
 //   - stop: in reverse dependency order — a component once every component
 //     depending on it has stopped, so components that do not depend on each
 //     other stop concurrently — each started component gets Stop (if

@@ -58,16 +58,23 @@ type Harness struct {
 	// The first error stops the run before anything starts; later hooks do
 	// not run. Append to the list; do not replace what others put there.
 	AfterBarrier []BarrierHook
-	// Recover, when set, decides what a component's failure while running
-	// (after it was ready) does: true restarts that component, and the
-	// components depending on it, with their arguments unchanged — as
-	// Restart does — while the others keep running, instead of stopping
-	// the harness. A distro uses it to demote a scheduler or
-	// controller-manager that lost its leader-election lease
-	// (components.ErrLeaseLost) back to a standby that campaigns again,
-	// where upstream exits the process. err is what Run returned. A
-	// component that fails so while others still start is restarted once
-	// every component started (PhaseRun); WaitReady waits for it. The
+	// Recover, when set, decides what a component's failure (its Run
+	// returning) does: true restarts that component, and the components
+	// depending on it, with their arguments unchanged — as Restart does —
+	// while the others keep running, instead of stopping the harness. A
+	// distro uses it to demote a scheduler or controller-manager that lost
+	// its leader-election lease (components.ErrLeaseLost) back to a standby
+	// that campaigns again, where upstream exits the process. err is what
+	// Run returned. A component that fails so while others still start is
+	// restarted once every component started (PhaseRun); WaitReady waits
+	// for it. That holds for a component not yet ready too (a lease lost
+	// while the scheduler waits for its caches, the datastore stalled):
+	// its Ready's context ends when its Run returned, the start goes on
+	// without it, and the dependents waiting for its readiness start with
+	// its new instance instead — unless one of them was launched already
+	// (an EarlyStarter): then Recover is not asked, and the failure stops
+	// the harness. A Ready that fails while its Run runs is not a Run
+	// failure: it stops the harness. The
 	// component is Failed until its new instance starts; its restart
 	// counts in ComponentStatus.Restarts and Recoveries, and
 	// ComponentStatus.LastRecovery says when and why. A restart that fails
@@ -102,9 +109,14 @@ type unit struct {
 	scope    *scoping.Scope
 	ready    chan struct{} // closed when Ready returned nil
 	launched chan struct{} // closed when Run was called
-	done     chan struct{} // closed when Run returned; nil until Run was called
-	cancel   context.CancelCauseFunc
-	runErr   error // Run's result, valid once done is closed
+	// unstarted is closed when this instance will not become ready and a
+	// new one is to start in its place (Harness.Recover kept a failure
+	// before it was ready, of it or of a dependency): its dependents,
+	// still waiting, stop waiting for it.
+	unstarted chan struct{}
+	done      chan struct{} // closed when Run returned; nil until Run was called
+	cancel    context.CancelCauseFunc
+	runErr    error // Run's result, valid once done is closed
 
 	// guarded by Harness.mu
 	state      State
@@ -134,7 +146,7 @@ func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
 // newUnit is a unit not started yet: Add's, and each new instance of
 // Restart's.
 func newUnit(c Component, args, deps []string) *unit {
-	return &unit{c: c, args: args, deps: deps, ready: make(chan struct{}), launched: make(chan struct{})}
+	return &unit{c: c, args: args, deps: deps, ready: make(chan struct{}), launched: make(chan struct{}), unstarted: make(chan struct{})}
 }
 
 // run is the state of one call of Run.
@@ -477,6 +489,11 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 		}
 		select {
 		case <-wait:
+		case <-d.unstarted:
+			// Its dependency is to be restarted (Harness.Recover): so is
+			// this component, with it, once Run is in PhaseRun.
+			close(u.unstarted)
+			return nil
 		case <-ctx.Done():
 			return nil // another component failed, or the caller cancelled
 		}
@@ -501,6 +518,17 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
 	rctx, cancel := context.WithTimeout(r.componentContext(ctx, u), timeout)
 	defer cancel()
+	// Ready's context also ends when Run returned: a Ready that waits for
+	// something its Run no longer does returns then, not at the timeout.
+	rctx, endReady := context.WithCancelCause(rctx)
+	defer endReady(nil)
+	go func() {
+		select {
+		case <-u.done:
+			endReady(errRunReturned)
+		case <-rctx.Done():
+		}
+	}()
 	err, abandoned := await(rctx, func() error { return labelled(rctx, u.c.Name(), rd.Ready) })
 	switch {
 	case err == nil && !abandoned:
@@ -516,12 +544,59 @@ func (r *run) startUnit(ctx context.Context, u *unit) error {
 		}
 	case ctx.Err() != nil:
 		return nil // the cause is recorded where it happened
-	case rctx.Err() != nil:
+	case errors.Is(context.Cause(rctx), context.DeadlineExceeded):
 		err = &DeadlineError{Component: u.c.Name(), What: "Ready", Timeout: timeout}
+	case r.recoveredBeforeReady(u):
+		close(u.unstarted)
+		return nil // recoverUnit restarts it, and its dependents, once Run is in PhaseRun
+	case context.Cause(rctx) == errRunReturned:
+		return nil // Run's failure is recorded where it happened (launch)
 	}
 	err = &ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err}
 	r.setState(u, Failed, err)
 	return err // the errgroup cancels the other starts; Run records it
+}
+
+// errRunReturned ends the context of a component's Ready when its Run
+// returned before it was ready.
+var errRunReturned = errors.New("harness: Run returned before the component was ready")
+
+// recoveredBeforeReady reports whether u's Run failed before u was ready
+// and Harness.Recover keeps that failure (launch decided, and recoverUnit
+// restarts it). Ready returned without success: if Run returned, its
+// goroutine decides within moments; if Run has not returned within
+// AbandonGrace, Ready failed on its own, which is not recovered.
+func (r *run) recoveredBeforeReady(u *unit) bool {
+	t := time.NewTimer(AbandonGrace)
+	defer t.Stop()
+	select {
+	case <-u.done:
+	case <-t.C:
+		return false
+	}
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	return u.recovering
+}
+
+// dependentLaunched reports whether a component depending on u, directly
+// or not, was launched (an EarlyStarter does not wait for u's readiness).
+func (r *run) dependentLaunched(u *unit) bool {
+	r.h.mu.Lock()
+	defer r.h.mu.Unlock()
+	in := map[*unit]bool{u: true}
+	for _, o := range r.order { // dependency order: dependents come after
+		if !slices.ContainsFunc(o.depUnits, func(d *unit) bool { return in[d] }) {
+			continue
+		}
+		in[o] = true
+		select {
+		case <-o.launched:
+			return true
+		default:
+		}
+	}
+	return false
 }
 
 // AbandonGrace is how long the harness still waits for a component's Ready
@@ -594,7 +669,10 @@ func (r *run) launch(u *unit) {
 		if err == nil {
 			err = ErrExited
 		}
-		recover := phase == PhaseRun && r.h.Recover != nil && r.h.Recover(u.c.Name(), err)
+		// Before it was ready, a component is recovered only if none of
+		// its dependents was launched (an early start): those that wait
+		// for its readiness start again with it.
+		recover := r.h.Recover != nil && (phase == PhaseRun || !r.dependentLaunched(u)) && r.h.Recover(u.c.Name(), err)
 		cerr := &ComponentError{Component: u.c.Name(), Phase: phase, Err: err}
 		r.h.mu.Lock()
 		u.recovering = recover

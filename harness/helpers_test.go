@@ -42,6 +42,7 @@ type fake struct {
 	j          *journal
 	readyAfter time.Duration
 	neverReady bool          // Ready blocks until its ctx ends
+	readyErr   error         // non-nil: Ready returns it after readyAfter
 	failAfter  time.Duration // >0: Run returns failErr after this long
 	failErr    error
 	panicRun   bool
@@ -111,6 +112,9 @@ func (f *fake) Ready(ctx context.Context) error {
 	}
 	select {
 	case <-time.After(f.readyAfter):
+		if f.readyErr != nil {
+			return f.readyErr
+		}
 		f.j.add("ready %s", f.name)
 		return nil
 	case <-ctx.Done():

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,16 +199,109 @@ func TestRecoverRestartFails(t *testing.T) {
 	})
 }
 
-// TestRecoverNotAskedBeforeReady: a failure while starting is no failure
-// while running: Recover is not asked, the harness stops.
-func TestRecoverNotAskedBeforeReady(t *testing.T) {
+// TestRecoverBeforeReady: a ← b; b fails with an error Recover keeps
+// before it was ready (a lease lost while the scheduler waits for its
+// caches, the datastore stalled), and its Ready waits for something its
+// Run no longer does. The start goes on; b is restarted once Run is in
+// PhaseRun, WaitReady waits for it, and nothing waits out ReadyTimeout.
+func TestRecoverBeforeReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a, b := newRenewable("a", j), newRenewable("b", j)
+		b.failAfter, b.failErr, b.neverReady = 2*time.Second, errLost, true
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		began := time.Now()
+		stop, done := runUntil(t, h)
+		require.NoError(t, h.WaitReady(t.Context()))
+		assert.Less(t, time.Since(began), 10*time.Second, "b's Ready ends when its Run returned, not at ReadyTimeout (%s)", harness.DefaultReadyTimeout)
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		default:
+		}
+		assert.Equal(t, []string{"b: lost the leader-election lease"}, rec.list())
+		assert.Equal(t, map[string]int{"a": 0, "b": 1}, restarts(h))
+		st := h.Status()
+		for _, c := range st.Components {
+			if c.Name == "b" {
+				require.NotNil(t, c.LastRecovery)
+				assert.Equal(t, "lost the leader-election lease", c.LastRecovery.Cause)
+			}
+		}
+		assert.NotContains(t, j.list(), "stop a", "a keeps running")
+		require.NoError(t, stop())
+	})
+}
+
+// TestRecoverBeforeReadyWithDependents: a ← b ← c; b fails with an error
+// Recover keeps before it was ready. c, which waits for b's readiness,
+// never runs in its first instance: it starts after b's new instance, as
+// Restart starts dependents, and a runs on.
+func TestRecoverBeforeReadyWithDependents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
+		b.failAfter, b.failErr, b.neverReady = 2*time.Second, errLost, true
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		require.NoError(t, h.Add(c, nil, "b"))
+		stop, done := runUntil(t, h)
+		require.NoError(t, h.WaitReady(t.Context()))
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		default:
+		}
+		assert.Equal(t, []string{"b: lost the leader-election lease"}, rec.list())
+		assert.Equal(t, map[string]int{"a": 0, "b": 1, "c": 1}, restarts(h))
+		runs := filter(j.list(), "run")
+		count := func(e string) int {
+			return len(slices.DeleteFunc(slices.Clone(runs), func(r string) bool { return r != e }))
+		}
+		assert.Equal(t, 2, count("run b"), "b ran twice: %v", runs)
+		assert.Equal(t, 1, count("run c"), "c ran once: %v", runs)
+		assert.Equal(t, "run c", runs[len(runs)-1], "c ran after b's new instance: %v", runs)
+		require.NoError(t, stop())
+		assert.Equal(t, []string{"stop c", "stop b", "stop a"}, filter(j.list(), "stop"))
+	})
+}
+
+// TestRecoverNotAskedBeforeReadyWithEarlyDependent: a ← b, b an
+// EarlyStarter after a (launched as soon as a was); a fails before it was
+// ready, with an error Recover would keep. b runs against this instance of
+// a: Recover is not asked, and the harness stops.
+func TestRecoverNotAskedBeforeReadyWithEarlyDependent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, rec, j := recoveringHarness(t)
 		a := newRenewable("a", j)
 		a.failAfter, a.failErr, a.neverReady = time.Second, errLost, true
+		b := early{fake: newFake("b", j), after: []string{"a"}}
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		err := h.Run(t.Context())
+		assert.ErrorIs(t, err, errLost)
+		var ce *harness.ComponentError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "a", ce.Component)
+		assert.Equal(t, harness.PhaseStart, ce.Phase)
+		assert.Empty(t, rec.list())
+		assert.Contains(t, j.list(), "stop b")
+	})
+}
+
+// TestReadyFailsWhileRunRuns: a Ready that fails on its own, its Run still
+// running, is the component's failure in phase start: Recover is not
+// asked (Run did not fail), and the harness stops.
+func TestReadyFailsWhileRunRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a := newRenewable("a", j)
+		a.readyErr = errLost
 		require.NoError(t, h.Add(a, nil))
 		err := h.Run(t.Context())
 		assert.ErrorIs(t, err, errLost)
 		assert.Empty(t, rec.list())
+		assert.Contains(t, j.list(), "stop a")
 	})
 }

@@ -79,6 +79,9 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 
 	r.log.Info("Restarting", "component", name, "dependents", len(set)-1)
 	for _, old := range slices.Backward(set) {
+		if old.done == nil {
+			continue // never launched: nothing to stop
+		}
 		if err := r.stopLaunched(old); err != nil {
 			r.failWith(err)
 			return err
@@ -126,11 +129,24 @@ func (r *run) restartSet(name string) ([]*unit, error) {
 		r.h.mu.Lock()
 		st, recovering := u.state, u.recovering
 		r.h.mu.Unlock()
-		if st != Ready && !(u == set[0] && recovering) {
+		// A dependent whose dependency failed before it was ready never
+		// started (startUnit): it starts with the new instance.
+		if st != Ready && !(u == set[0] && recovering) && !(u != set[0] && unstarted(u)) {
 			return nil, fmt.Errorf("harness: cannot restart %s: %s is %s, not ready", name, u.c.Name(), st)
 		}
 	}
 	return set, nil
+}
+
+// unstarted reports whether u is an instance that will not start: a
+// dependency of it failed before it was ready, and is to be restarted.
+func unstarted(u *unit) bool {
+	select {
+	case <-u.unstarted:
+		return u.done == nil
+	default:
+		return false
+	}
 }
 
 // replace puts the new units in the old ones' places, in the run order and

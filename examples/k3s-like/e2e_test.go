@@ -155,9 +155,35 @@ func (s *server) start(extra ...string) {
 			<-s.exited
 		}
 		if s.t.Failed() {
-			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", tail(s.stderr.String(), 60))
+			out := s.stderr.String()
+			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
+			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", tail(out, 60))
+			if dir := os.Getenv("K3S_LIKE_FAILED_LOGS"); dir != "" {
+				name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(s.t.Name())+"-"+strconv.Itoa(s.cmd.Process.Pid)+".log")
+				if err := os.WriteFile(name, []byte(out), 0o644); err != nil {
+					s.t.Logf("k3s-like stderr not kept: %v", err)
+				} else {
+					s.t.Logf("k3s-like stderr kept in %s", name)
+				}
+			}
 		}
 	})
+}
+
+// lifecycleLines returns the lines of a k3s-like log that say what the
+// harness and the electors did (phases, component states, recoveries,
+// leases): on a failure in CI, where only part of the output is shown,
+// they tell what stopped the server long before the last lines do.
+func lifecycleLines(log string) string {
+	var keep []string
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, `"Harness phase"`) || strings.Contains(line, `"Component state"`) ||
+			strings.Contains(line, `"Component failed`) || strings.Contains(line, `"Leader election: `) ||
+			strings.Contains(line, `"Stopped while starting"`) || strings.Contains(line, `stopped (`) {
+			keep = append(keep, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 func tail(s string, n int) string {

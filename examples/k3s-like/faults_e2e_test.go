@@ -299,6 +299,51 @@ func TestSurvivesDatastorePauseWhileControllersAreBuilt(t *testing.T) {
 	assert.Equal(t, 0, code)
 }
 
+// TestSurvivesDatastorePauseWhileSchedulerStarts: etcd is paused (15 s,
+// past the renew deadline) as soon as kube-scheduler acquired its lease,
+// while its informers still sync, so that it loses the lease before it
+// was ready — the start of a server on a slow disk. The harness recovers
+// a component that fails so (nothing depends on the scheduler): the
+// server stays up, the scheduler campaigns again once every component
+// started, and a Deployment's Pods are bound. Before, the harness
+// recovered only a component that had been ready, and this failure
+// stopped the server (CI, 8fc3dd6).
+func TestSurvivesDatastorePauseWhileSchedulerStarts(t *testing.T) {
+	flags, etcdProc := etcdProcess(t)
+	s := newServer(t, t.TempDir())
+	s.start(flags...)
+	acquired := `"Leader election: acquired the lease, starting" component="kube-scheduler"`
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), acquired) },
+		2*time.Minute, 2*time.Millisecond, "kube-scheduler leading")
+	require.NoError(t, etcdProc.Signal(syscall.SIGSTOP))
+	paused := time.Now()
+	time.Sleep(15 * time.Second)
+	require.NoError(t, etcdProc.Signal(syscall.SIGCONT))
+	out := s.stderr.String()
+	readyAtPause := strings.Contains(out, `"Component state" component="kube-scheduler" state="ready"`)
+	s.waitReady(time.Minute)
+	t.Logf("ready %.1fs after the pause began", time.Since(paused).Seconds())
+
+	ctx := t.Context()
+	c := s.client()
+	createReadyNode(ctx, t, c, "node-1")
+	deployAndWaitBound(ctx, t, c, "after-a-pause-while-starting", 2, "node-1")
+	select {
+	case <-s.exited:
+		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+	default:
+	}
+	out = s.stderr.String()
+	demotedBeforeReady := strings.Contains(out, `"Component failed; restarting it (Harness.Recover)" component="kube-scheduler"`) &&
+		strings.Contains(out, `err="kube-scheduler failed in phase start: lost the leader-election lease`)
+	t.Logf("FAULT etcd-pause-while-scheduler-starts pause=15s survived=yes scheduler-ready-at-pause=%v demoted-before-ready=%v", readyAtPause, demotedBeforeReady)
+	assert.False(t, readyAtPause, "the scheduler was ready before the pause: the window was not tested")
+	assert.True(t, demotedBeforeReady, "kube-scheduler lost its lease before it was ready, and was recovered")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(30 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
 // TestNoAcknowledgedWriteLost: a server with embedded etcd is killed
 // (SIGKILL: no stop, no flush) in the middle of a stream of ConfigMap
 // creates; after a restart on the same data dir every create the apiserver
