@@ -151,6 +151,9 @@ func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.g
 // the lease released on stop within a second (whatever the
 // ControllerManagerReleaseLeaderElectionLockOnExit gate says). A lost lease
 // stops only this component: Run returns an error wrapping ErrLeaseLost.
+// So does an apiserver found unhealthy for upstream's 10 s once leading
+// (before any controller is built): an error wrapping ErrAPIServerUnhealthy,
+// which RecoverLostLease keeps too.
 // Differences from upstream: a standby serves no /healthz (the port is
 // bound by Config but served only while leading); the elector's watchdog is
 // not among /healthz's checks; leader migration
@@ -258,6 +261,9 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 				// from now on (the fence), so they return soon.
 				klog.FromContext(ctx).Info("Controllers still running at --controller-shutdown-timeout are left to return on their own", "timeout", cc.ControllerShutdownTimeout)
 				return nil
+			}
+			if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), upstreamKCMAPIServerUnhealthy) {
+				return fmt.Errorf("kube-controller-manager: %w: %w", ErrAPIServerUnhealthy, err)
 			}
 			return err
 		},

@@ -88,6 +88,7 @@ func TestControllerManagerReleasesInformerNameAfterFailure(t *testing.T) {
 	require.Error(t, err)
 	t.Logf("the harness said: %v", err)
 	assert.ErrorContains(t, err, components.UpstreamKCMAPIServerUnhealthy)
+	assert.ErrorIs(t, err, components.ErrAPIServerUnhealthy, "the adapter names the cause, which RecoverLostLease keeps")
 
 	n, err := cache.NewInformerName(components.ControllerManagerName)
 	require.NoError(t, err, "the informer name upstream registered is free again once Run returned")

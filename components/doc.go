@@ -305,6 +305,18 @@
 //     (TestTwoServersHandOverFromPausedLeader, a 20 s SIGSTOP of the
 //     leader): the resumed instance's work returned 0–0.1 s after the
 //     resume, where it ran for 10 s before.
+//   - A stall can also begin while a component that holds its lease still
+//     starts: kube-scheduler waiting for its informers to sync, or
+//     kube-controller-manager in upstream's 10 s wait for a healthy
+//     apiserver before it builds any controller (CreateControllerContext,
+//     which returns "failed to wait for apiserver being healthy" with the
+//     lease, renewed moments before, still held). Upstream exits. Here the
+//     first is a lost lease before the component was ready, which the
+//     harness's Recover keeps as it keeps one after (the scheduler starts
+//     again once every component started; examples/k3s-like's
+//     TestSurvivesDatastorePauseWhileSchedulerStarts pauses etcd as the
+//     scheduler takes its lease); the second is an error wrapping
+//     ErrAPIServerUnhealthy, which RecoverLostLease keeps too.
 //
 // At 1.36 one blocker stays: the identity lease controller of
 // k8s.io/component-helpers v0.36 retries creating its lease while holding

@@ -154,17 +154,19 @@ func (s *server) start(extra ...string) {
 			_ = s.cmd.Process.Kill()
 			<-s.exited
 		}
+		out := s.stderr.String()
 		if s.t.Failed() {
-			out := s.stderr.String()
 			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
 			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", tail(out, 60))
-			if dir := os.Getenv("K3S_LIKE_FAILED_LOGS"); dir != "" {
-				name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(s.t.Name())+"-"+strconv.Itoa(s.cmd.Process.Pid)+".log")
-				if err := os.WriteFile(name, []byte(out), 0o644); err != nil {
-					s.t.Logf("k3s-like stderr not kept: %v", err)
-				} else {
-					s.t.Logf("k3s-like stderr kept in %s", name)
-				}
+		}
+		// $K3S_LIKE_LOGS: a directory where every server's whole log is
+		// kept, passed or failed (to compare the two).
+		if dir := os.Getenv("K3S_LIKE_LOGS"); dir != "" {
+			name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(s.t.Name())+"-"+strconv.Itoa(s.cmd.Process.Pid)+".log")
+			if err := os.WriteFile(name, []byte(out), 0o644); err != nil {
+				s.t.Logf("k3s-like stderr not kept: %v", err)
+			} else if s.t.Failed() {
+				s.t.Logf("k3s-like stderr kept in %s", name)
 			}
 		}
 	})
