@@ -181,7 +181,7 @@ test-minimal:
 # mounting is not allowed). make test runs the short form: one 15 s pause
 # each, one round, the SIGTERMs, the full filesystem. Prints the FAULT
 # figures.
-FAULT_TESTS = TestSurvivesDatastorePause|TestSurvivesDatastorePauseWhileControllersAreBuilt|TestTwoServersSurviveDatastorePause|TestTwoServersHandOverFromPausedLeader|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem
+FAULT_TESTS = TestSurvivesDatastorePause|TestSurvivesDatastorePauseWhileControllersAreBuilt|TestSurvivesDatastorePauseWhileSchedulerStarts|TestTwoServersSurviveDatastorePause|TestTwoServersHandOverFromPausedLeader|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem
 faults: build
 	cd examples/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 40m -v -run '^($(FAULT_TESTS))$$' . | grep -E '^(ok|FAIL|--- |    --- )|FAULT '; exit $${PIPESTATUS[0]}
 

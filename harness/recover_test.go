@@ -234,6 +234,46 @@ func TestRecoverBeforeReady(t *testing.T) {
 	})
 }
 
+// TestRecoverAgainBeforeReady: a ← b ← c; b fails once ready (a lost
+// lease); its new instance fails again before it was ready (the lease
+// lost again while it starts). Recover keeps both: the restart returns
+// without failing the harness, and a third instance of b, then c, run.
+func TestRecoverAgainBeforeReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
+		b.failAfter, b.failErr = 5*time.Second, errLost
+		instances := 1
+		b.renewed = func(n *renewable) {
+			instances++
+			if instances == 2 {
+				n.failAfter, n.failErr, n.neverReady = 2*time.Second, errLost, true
+			}
+		}
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		require.NoError(t, h.Add(c, nil, "b"))
+		stop, done := runUntil(t, h)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned: %v", err)
+		default:
+		}
+		require.NoError(t, h.WaitReady(t.Context()))
+		assert.Equal(t, 3, instances)
+		assert.Equal(t, []string{"b: lost the leader-election lease", "b: lost the leader-election lease"}, rec.list())
+		assert.Equal(t, map[string]int{"a": 0, "b": 2, "c": 2}, restarts(h))
+		for _, cs := range h.Status().Components {
+			if cs.Name == "b" {
+				assert.Equal(t, 2, cs.Recoveries)
+			}
+		}
+		require.NoError(t, stop())
+	})
+}
+
 // TestRecoverBeforeReadyWithDependents: a ← b ← c; b fails with an error
 // Recover keeps before it was ready. c, which waits for b's readiness,
 // never runs in its first instance: it starts after b's new instance, as

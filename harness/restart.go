@@ -24,7 +24,9 @@ import (
 // and the new ones start in dependency order, each waiting for its own
 // readiness (ReadyTimeout) before the next. A failure there is a failure of
 // the harness, as at the first start: it is returned, and the harness stops
-// everything.
+// everything — unless Harness.Recover keeps it (a new instance's Run failed
+// before it was ready, a lease lost again): then Restart returns nil, and
+// the harness restarts that instance once more, as it recovers any.
 //
 // Restart works only while Run is in PhaseRun (every component started),
 // one restart at a time; every component restarted must implement Renewer.
@@ -98,6 +100,17 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 		}
 		if r.runCtx.Err() != nil {
 			return fmt.Errorf("harness: restart of %s interrupted: the harness is stopping: %w", name, context.Cause(r.runCtx))
+		}
+	}
+	for _, u := range fresh {
+		select {
+		case <-u.ready:
+		default:
+			// Its Run failed before it was ready, and Harness.Recover kept
+			// the failure: it restarts it (and the dependents that did not
+			// start) once this restart is over.
+			r.log.Info("Restarted, but a new instance failed before it was ready; Harness.Recover restarts it", "component", name, "failed", u.c.Name())
+			return nil
 		}
 	}
 	r.log.Info("Restarted", "component", name)
