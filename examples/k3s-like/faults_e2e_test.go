@@ -272,15 +272,7 @@ func TestSurvivesDatastorePauseWhileControllersAreBuilt(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "kube-controller-manager demoted after losing its lease")
 	s.waitReady(time.Minute)
 
-	ctx := t.Context()
-	c := s.client()
-	createReadyNode(ctx, t, c, "node-1")
-	deployAndWaitBound(ctx, t, c, "after-a-pause-while-built", 2, "node-1")
-	select {
-	case <-s.exited:
-		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
-	default:
-	}
+	s.bindsPods("after-a-pause-while-built")
 	out := s.stderr.String()
 	// Demoted while the harness still started the others (the scheduler
 	// waiting for its own lease), or once it ran: both happen.
@@ -324,15 +316,7 @@ func TestSurvivesDatastorePauseWhileSchedulerStarts(t *testing.T) {
 	s.waitReady(time.Minute)
 	t.Logf("ready %.1fs after the pause began", time.Since(paused).Seconds())
 
-	ctx := t.Context()
-	c := s.client()
-	createReadyNode(ctx, t, c, "node-1")
-	deployAndWaitBound(ctx, t, c, "after-a-pause-while-starting", 2, "node-1")
-	select {
-	case <-s.exited:
-		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
-	default:
-	}
+	s.bindsPods("after-a-pause-while-starting")
 	out = s.stderr.String()
 	demotedBeforeReady := strings.Contains(out, `"Component failed; restarting it (Harness.Recover)" component="kube-scheduler"`) &&
 		strings.Contains(out, `err="kube-scheduler failed in phase start: lost the leader-election lease`)
@@ -342,6 +326,23 @@ func TestSurvivesDatastorePauseWhileSchedulerStarts(t *testing.T) {
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(30 * time.Second)
 	assert.Equal(t, 0, code)
+}
+
+// bindsPods creates a ready Node and a Deployment of two replicas named
+// name through s, waits until its Pods are bound to that Node (the
+// scheduler and the controller-manager both run), and fails the test if
+// the server exited meanwhile.
+func (s *server) bindsPods(name string) {
+	t := s.t
+	ctx := t.Context()
+	c := s.client()
+	createReadyNode(ctx, t, c, "node-1")
+	deployAndWaitBound(ctx, t, c, name, 2, "node-1")
+	select {
+	case <-s.exited:
+		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+	default:
+	}
 }
 
 // TestNoAcknowledgedWriteLost: a server with embedded etcd is killed
