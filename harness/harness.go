@@ -584,12 +584,7 @@ func (r *run) recoveredBeforeReady(u *unit) bool {
 func (r *run) dependentLaunched(u *unit) bool {
 	r.h.mu.Lock()
 	defer r.h.mu.Unlock()
-	in := map[*unit]bool{u: true}
-	for _, o := range r.order { // dependency order: dependents come after
-		if !slices.ContainsFunc(o.depUnits, func(d *unit) bool { return in[d] }) {
-			continue
-		}
-		in[o] = true
+	for _, o := range withDependents(r.order, u)[1:] {
 		select {
 		case <-o.launched:
 			return true

@@ -120,17 +120,11 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 // restartSet is the named unit and every unit that depends on it, directly
 // or not, in dependency order; each must be a Renewer.
 func (r *run) restartSet(name string) ([]*unit, error) {
-	in := map[*unit]bool{}
-	var set []*unit
-	for _, u := range r.order { // dependency order: dependents come after
-		if u.c.Name() == name || slices.ContainsFunc(u.depUnits, func(d *unit) bool { return in[d] }) {
-			in[u] = true
-			set = append(set, u)
-		}
-	}
-	if len(set) == 0 {
+	i := slices.IndexFunc(r.order, func(u *unit) bool { return u.c.Name() == name })
+	if i < 0 {
 		return nil, fmt.Errorf("harness: cannot restart %s: no such component", name)
 	}
+	set := withDependents(r.order, r.order[i])
 	for _, u := range set {
 		if _, ok := u.c.(Renewer); !ok {
 			why := "it does not implement harness.Renewer"
@@ -149,6 +143,20 @@ func (r *run) restartSet(name string) ([]*unit, error) {
 		}
 	}
 	return set, nil
+}
+
+// withDependents returns u and every unit of order (a dependency order, u
+// in it) that depends on u, directly or not, in that order: u first.
+func withDependents(order []*unit, u *unit) []*unit {
+	in := map[*unit]bool{u: true}
+	set := []*unit{u}
+	for _, o := range order { // dependency order: dependents come after
+		if o != u && slices.ContainsFunc(o.depUnits, func(d *unit) bool { return in[d] }) {
+			in[o] = true
+			set = append(set, o)
+		}
+	}
+	return set
 }
 
 // unstarted reports whether u is an instance that will not start: a
