@@ -95,3 +95,18 @@ func (f *Func) Ready(ctx context.Context) error {
 type Renewer interface {
 	Renew() Component
 }
+
+// Once is implemented by components that upstream cannot start a second
+// time in one process, nor stop completely (the kubelet and kube-proxy run
+// informers on wait.NeverStop and servers that ignore their context; a
+// second start binds a taken port and exits the process). StartsOnce says
+// why, in a few words. Restart, and Harness.Recover, refuse to restart
+// such a component or a component it depends on with a *RestartError
+// (ErrStartsOnce); its stop is what the harness can do within StopTimeout
+// (Stop, then cancelling Run's context), and a Run that outlives it is left
+// running, named in ComponentStatus.Abandoned rather than failing Run. The
+// package providing such a component lists the goroutines it leaves behind
+// for its users' goleak options; the harness ignores none.
+type Once interface {
+	StartsOnce() (why string)
+}

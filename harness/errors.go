@@ -95,3 +95,59 @@ func (e *DependencyError) Error() string {
 	}
 	return fmt.Sprintf("%s depends on %q, which is not a component of this harness", e.Component, e.Dependency)
 }
+
+// ErrNotRenewer and ErrStartsOnce are why a *RestartError refused a
+// restart (errors.Is finds them).
+var (
+	ErrNotRenewer = errors.New("does not implement harness.Renewer")
+	ErrStartsOnce = errors.New("starts once per process")
+)
+
+// RestartError is a restart refused before anything stopped — Restart's, or
+// the one Harness.Recover would have made: Blocker, the component to
+// restart or one of its dependents, cannot start a new instance. Err is
+// ErrNotRenewer or ErrStartsOnce; Reason is the component's own word for a
+// Once.
+type RestartError struct {
+	Component string
+	Blocker   string
+	Err       error
+	Reason    string
+}
+
+// Error reads like "harness: cannot restart kube-apiserver: its dependent
+// kubelet starts once per process: informers on wait.NeverStop" or
+// "harness: cannot restart x: it does not implement harness.Renewer".
+func (e *RestartError) Error() string {
+	who := "it"
+	if e.Blocker != e.Component {
+		who = "its dependent " + e.Blocker
+	}
+	msg := fmt.Sprintf("harness: cannot restart %s: %s %v", e.Component, who, e.Err)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Unwrap returns Err.
+func (e *RestartError) Unwrap() error { return e.Err }
+
+// RecoveryError is a component that Harness.Recover was restarting and
+// whose new instance failed before it was ready with a failure Recover did
+// not keep (or could not be made): Cause is the failure Recover kept, Err
+// the new one. errors.Is and errors.As find either.
+type RecoveryError struct {
+	Cause *ComponentError
+	Err   error
+}
+
+// Error reads like "kube-scheduler failed in phase run: lost the lease;
+// restarting it failed: kube-scheduler failed in phase start: not ready
+// within 2m0s".
+func (e *RecoveryError) Error() string {
+	return fmt.Sprintf("%v; restarting it failed: %v", e.Cause, e.Err)
+}
+
+// Unwrap returns Cause and Err.
+func (e *RecoveryError) Unwrap() []error { return []error{e.Cause, e.Err} }

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/scoping"
@@ -24,9 +22,10 @@ const (
 )
 
 // Harness runs components as goroutines of one process: a scope per
-// component, the barrier, ordered start with readiness, first failure stops
-// the rest, reverse stop with deadlines. The zero value is ready to use: Add
-// components, then Run once.
+// component, the barrier, then one supervisor per component that starts it
+// after its dependencies are ready, restarts or recovers it with its
+// dependents, and stops it after them with a deadline. The zero value is
+// ready to use: Add components, then Run once.
 //
 // Each component's Run, Ready and Stop (a restarted instance's too), and
 // its AddFlags and parse in Run's parse phase, run under the pprof label
@@ -58,38 +57,35 @@ type Harness struct {
 	// The first error stops the run before anything starts; later hooks do
 	// not run. Append to the list; do not replace what others put there.
 	AfterBarrier []BarrierHook
-	// Recover, when set, decides what a component's failure (its Run
-	// returning) does: true restarts that component, and the components
-	// depending on it, with their arguments unchanged — as Restart does —
-	// while the others keep running, instead of stopping the harness. A
-	// distro uses it to demote a scheduler or controller-manager that lost
-	// its leader-election lease (components.ErrLeaseLost) back to a standby
-	// that campaigns again, where upstream exits the process. err is what
-	// Run returned. A component that fails so while others still start is
-	// restarted once every component started (PhaseRun); WaitReady waits
-	// for it. That holds for a component not yet ready too (a lease lost
-	// while the scheduler waits for its caches, the datastore stalled):
-	// its Ready's context ends when its Run returned, the start goes on
-	// without it, and the dependents waiting for its readiness start with
-	// its new instance instead — unless one of them was launched already
-	// (an EarlyStarter): then Recover is not asked, and the failure stops
-	// the harness. A Ready that fails while its Run runs is not a Run
-	// failure: it stops the harness. The
-	// component is Failed until its new instance starts; its restart
-	// counts in ComponentStatus.Restarts and Recoveries, and
-	// ComponentStatus.LastRecovery says when and why. A restart that fails
-	// stops the harness, with both errors. nil: every failure stops the
+	// Recover, when set, decides what a component's failure — its Run
+	// returning before it was asked to stop, ready yet or not — does: true
+	// restarts that component, and the components depending on it, with
+	// their arguments unchanged, as Restart does, while the others keep
+	// running; false stops the harness. A distro uses it to demote a
+	// scheduler or controller-manager that lost its leader-election lease
+	// (components.ErrLeaseLost) back to a standby that campaigns again,
+	// where upstream exits the process. err is what Run returned. Recover
+	// is asked only about a failure the harness can restart: the component
+	// and its dependents are Renewers and none is a Once; otherwise the
+	// failure stops the harness and Run's error carries the *RestartError
+	// that says why. A Ready that fails while Run runs is no Run failure:
+	// it stops the harness. The component is Recovering until its new
+	// instance is ready (alive, not ready); ComponentStatus.Recoveries and
+	// LastRecovery count and explain it. A new instance that fails before
+	// it was ready with a failure Recover does not keep stops the harness
+	// with a *RecoveryError (both failures). nil: every failure stops the
 	// harness.
 	Recover func(component string, err error) bool
 
-	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every state or phase change
-	units   []*unit
-	cur     *run // the run in progress, for Restart
-	running bool
-	phase   Phase
-	timings []PhaseTiming
-	plan    *scoping.Plan
+	mu         sync.Mutex
+	changed    chan struct{} // closed and replaced on every state or phase change
+	slots      []*slot
+	cur        *run // the run in progress, for Restart
+	running    bool
+	phase      Phase
+	phaseStart time.Time
+	timings    []PhaseTiming
+	plan       *scoping.Plan
 	// conflicts counts the conflicts of every barrier that failed (Run's,
 	// and each Restart's admission), by scoping.ConflictKind name.
 	conflicts map[string]int
@@ -98,37 +94,6 @@ type Harness struct {
 // BarrierHook is run by Run after the barrier applied its plan, before any
 // component starts (see Harness.AfterBarrier).
 type BarrierHook func(plan *scoping.Plan) error
-
-// unit is one added component and its run state.
-type unit struct {
-	c    Component
-	args []string
-	deps []string
-
-	depUnits []*unit
-	scope    *scoping.Scope
-	ready    chan struct{} // closed when Ready returned nil
-	launched chan struct{} // closed when Run was called
-	// unstarted is closed when this instance will not become ready and a
-	// new one is to start in its place (Harness.Recover kept a failure
-	// before it was ready, of it or of a dependency): its dependents,
-	// still waiting, stop waiting for it.
-	unstarted chan struct{}
-	done      chan struct{} // closed when Run returned; nil until Run was called
-	cancel    context.CancelCauseFunc
-	runErr    error // Run's result, valid once done is closed
-
-	// guarded by Harness.mu
-	state      State
-	err        error
-	since      time.Time
-	stopping   bool
-	restarts   int               // how many instances before this one Restart replaced
-	recovering bool              // failed, and Harness.Recover restarts it
-	recoveries int               // how many of restarts Harness.Recover made
-	lastRecov  *Recovery         // the last of them
-	flags      map[string]string // the effective flags, redacted, once parsed
-}
 
 // Add adds a component with its arguments (exactly what its upstream binary
 // would take) and the names of the components it depends on. Add after Run
@@ -139,31 +104,22 @@ func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
 	if h.running || h.phase == PhaseDone {
 		return errors.New("harness: Add after Run")
 	}
-	h.units = append(h.units, newUnit(c, slices.Clone(args), slices.Clone(dependsOn)))
+	h.slots = append(h.slots, newSlot(c, slices.Clone(args), slices.Clone(dependsOn)))
 	return nil
 }
 
-// newUnit is a unit not started yet: Add's, and each new instance of
-// Restart's.
-func newUnit(c Component, args, deps []string) *unit {
-	return &unit{c: c, args: args, deps: deps, ready: make(chan struct{}), launched: make(chan struct{}), unstarted: make(chan struct{})}
-}
-
-// run is the state of one call of Run.
+// run is the state of one call of Run or DryRun.
 type run struct {
-	h       *Harness
-	log     logr.Logger
-	ctx     context.Context // the caller's
-	runCtx  context.Context // cancelled by the caller or by the first failure
-	fail    context.CancelCauseFunc
-	order   []*unit // dependency order
-	barrier *scoping.Barrier
-	plan    *scoping.Plan // once the barrier reconciled
-
-	restart chan struct{} // holds a token while a Restart or the stop phase runs
-	// recovering counts the goroutines restarting a component Recover kept
-	// (Run waits for them before it returns).
-	recovering sync.WaitGroup
+	h        *Harness
+	log      logr.Logger
+	ctx      context.Context // the caller's
+	runCtx   context.Context // cancelled by the caller or by the first failure
+	fail     context.CancelCauseFunc
+	stopping chan struct{} // closed once the stop phase began
+	order    []*slot       // dependency order
+	barrier  *scoping.Barrier
+	plan     *scoping.Plan // once the barrier reconciled
+	restarts chan struct{} // holds a token while a Restart runs
 
 	mu   sync.Mutex
 	errs []error // failures, first one first
@@ -172,33 +128,34 @@ type run struct {
 // Run runs every added component until ctx is cancelled or one fails, then
 // stops them all, and returns only after every goroutine it started has
 // returned — except a component's that overran its stop deadline, which the
-// returned error names. It returns nil when ctx was cancelled and everything
-// stopped cleanly; otherwise the failures (errors.As finds *ComponentError
-// or *PhaseError), first failure first. If a parse fails or the barrier finds
-// conflicts, no component's Run is ever called. Run may be called once.
+// returned error names (or, for a Once, its ComponentStatus). It returns
+// nil when ctx was cancelled and everything stopped cleanly; otherwise the
+// failures (errors.As finds *ComponentError or *PhaseError), first failure
+// first. If a parse fails or the barrier finds conflicts, no component's
+// Run is ever called. Run may be called once.
 func (h *Harness) Run(ctx context.Context) error {
 	r, err := h.begin(ctx, "Run")
 	if err != nil {
 		return err
 	}
 	defer r.fail(nil)
-
-	for _, p := range r.phases(false) {
-		if r.runCtx.Err() != nil {
-			break
-		}
-		if err := r.timed(p.phase, p.do); err != nil {
-			r.failWith(err)
-			break
+	var supervisors sync.WaitGroup
+	if r.prepare(step{PhaseValidate, r.validate}, step{PhaseParse, r.parse}, step{PhaseBarrier, r.applyBarrier}) {
+		r.start()
+		for _, s := range r.order {
+			supervisors.Go(func() { r.supervise(s) })
 		}
 	}
-	r.restart <- struct{}{} // wait for a Restart in progress; none starts after
-	_ = r.timed(PhaseStop, r.stop)
-	r.recovering.Wait()
-	h.mu.Lock()
-	h.phase, h.running, h.cur = PhaseDone, false, nil
-	h.notifyLocked()
-	h.mu.Unlock()
+	r.wait()
+	r.enter(PhaseStop)
+	close(r.stopping)
+	supervisors.Wait()
+	for _, s := range r.order {
+		if st := r.h.stateOf(s); st != Failed && st != Stopped {
+			r.setState(s, Stopped, nil) // never started
+		}
+	}
+	r.end()
 	r.log.Info("Harness done", "errors", len(r.errs))
 	return errors.Join(r.errs...)
 }
@@ -213,43 +170,37 @@ func (h *Harness) DryRun(ctx context.Context) (*scoping.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		h.mu.Lock()
-		h.phase, h.running, h.cur = PhaseDone, false, nil
-		h.notifyLocked()
-		h.mu.Unlock()
-	}()
+	defer r.end()
 	defer r.fail(nil)
-	for _, p := range r.phases(true) {
-		if err := r.timed(p.phase, p.do); err != nil {
-			return nil, err
+	if !r.prepare(step{PhaseValidate, r.validate}, step{PhaseParse, r.parse}, step{PhaseBarrier, r.reconcile}) {
+		if len(r.errs) > 0 {
+			return nil, errors.Join(r.errs...)
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+		return nil, ctx.Err()
 	}
 	return r.plan, nil
 }
 
-// step is one phase of a run and what it does.
+// step is one phase before the start and what it does.
 type step struct {
 	phase Phase
 	do    func() error
 }
 
-// phases is the phase table of Run; DryRun runs its prefix up to the
-// barrier, which reconciles and applies nothing.
-func (r *run) phases(dry bool) []step {
-	if dry {
-		return []step{{PhaseValidate, r.validate}, {PhaseParse, r.parse}, {PhaseBarrier, r.reconcile}}
+// prepare runs the steps in order and reports whether all of them passed
+// and the run goes on: a failure is recorded and cancels the run.
+func (r *run) prepare(steps ...step) bool {
+	for _, p := range steps {
+		if r.runCtx.Err() != nil {
+			return false
+		}
+		r.enter(p.phase)
+		if err := p.do(); err != nil {
+			r.failWith(err)
+			return false
+		}
 	}
-	return []step{
-		{PhaseValidate, r.validate},
-		{PhaseParse, r.parse},
-		{PhaseBarrier, r.applyBarrier},
-		{PhaseStart, r.start},
-		{PhaseRun, r.wait},
-	}
+	return r.runCtx.Err() == nil
 }
 
 // begin marks the harness as running — once: a harness runs or dry-runs
@@ -265,24 +216,50 @@ func (h *Harness) begin(ctx context.Context, what string) (*run, error) {
 	if log.GetSink() == nil {
 		log = klog.Background()
 	}
-	r := &run{h: h, log: log, ctx: ctx, restart: make(chan struct{}, 1)}
+	r := &run{h: h, log: log, ctx: ctx, stopping: make(chan struct{}), restarts: make(chan struct{}, 1)}
 	r.runCtx, r.fail = context.WithCancelCause(ctx)
 	h.cur = r
 	return r, nil
 }
 
-func (r *run) timed(p Phase, do func() error) error {
-	start := time.Now()
+// start enters PhaseStart: every component waits for its dependencies —
+// and PhaseRun at once if there is none.
+func (r *run) start() {
+	r.enter(PhaseStart)
+	for _, s := range r.order {
+		r.setState(s, WaitingForDependencies, nil)
+	}
+	if len(r.order) == 0 {
+		r.enter(PhaseRun)
+	}
+}
+
+// wait blocks until the caller cancels or a component fails.
+func (r *run) wait() { <-r.runCtx.Done() }
+
+// enter moves Run to phase p, ending the current phase's timing.
+func (r *run) enter(p Phase) {
 	r.h.mu.Lock()
-	r.h.phase = p
-	r.h.notifyLocked()
+	r.h.enterLocked(p)
 	r.h.mu.Unlock()
 	r.log.Info("Harness phase", "phase", p)
-	err := do()
+}
+
+func (h *Harness) enterLocked(p Phase) {
+	now := time.Now()
+	if h.phase != "" {
+		h.timings = append(h.timings, PhaseTiming{Phase: h.phase, Start: h.phaseStart, Duration: now.Sub(h.phaseStart)})
+	}
+	h.phase, h.phaseStart = p, now
+	h.notifyLocked()
+}
+
+// end moves the run to PhaseDone: the harness runs no more.
+func (r *run) end() {
 	r.h.mu.Lock()
-	r.h.timings = append(r.h.timings, PhaseTiming{Phase: p, Start: start, Duration: time.Since(start)})
+	r.h.enterLocked(PhaseDone)
+	r.h.running, r.h.cur = false, nil
 	r.h.mu.Unlock()
-	return err
 }
 
 // failWith records a failure and cancels the run; the first one is the cause.
@@ -298,85 +275,66 @@ func (r *run) addErr(err error) {
 	r.mu.Unlock()
 }
 
-func (r *run) setState(u *unit, s State, err error) {
-	r.h.mu.Lock()
-	u.state, u.err, u.since = s, err, time.Now()
-	r.h.notifyLocked()
-	r.h.mu.Unlock()
-	if err != nil {
-		r.log.Error(err, "Component state", "component", u.c.Name(), "state", s)
-		return
-	}
-	r.log.Info("Component state", "component", u.c.Name(), "state", s)
-}
+// isStopping reports whether the run is ending: the caller cancelled or a
+// component failed.
+func (r *run) isStopping() bool { return r.runCtx.Err() != nil }
 
-// validate checks names and dependencies and orders the units so that each
+// validate checks names and dependencies and orders the slots so that each
 // comes after its dependencies (Kahn's algorithm, stable in Add order).
 func (r *run) validate() error {
 	r.h.mu.Lock()
-	units := slices.Clone(r.h.units)
+	slots := slices.Clone(r.h.slots)
 	r.h.mu.Unlock()
-	byName := map[string]*unit{}
-	for _, u := range units {
-		name := u.c.Name()
-		if name == "" {
+	byName := map[string]*slot{}
+	for _, s := range slots {
+		if s.name == "" {
 			return &PhaseError{Phase: PhaseValidate, Err: errors.New("a component has an empty name")}
 		}
-		if byName[name] != nil {
-			return &PhaseError{Phase: PhaseValidate, Err: fmt.Errorf("two components are named %q", name)}
+		if byName[s.name] != nil {
+			return &PhaseError{Phase: PhaseValidate, Err: fmt.Errorf("two components are named %q", s.name)}
 		}
-		byName[name] = u
+		byName[s.name] = s
 	}
-	for _, u := range units {
-		u.depUnits = nil
-		for _, d := range u.deps {
-			du := byName[d]
-			if du == nil {
-				return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Component: u.c.Name(), Dependency: d}}
+	for _, s := range slots {
+		for _, d := range s.deps {
+			ds := byName[d]
+			if ds == nil {
+				return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Component: s.name, Dependency: d}}
 			}
-			u.depUnits = append(u.depUnits, du)
+			s.depSlots = append(s.depSlots, ds)
+			ds.dependents = append(ds.dependents, s)
 		}
 	}
-	placed := map[*unit]bool{}
-	for len(r.order) < len(units) {
+	placed := map[*slot]bool{}
+	for len(r.order) < len(slots) {
 		progress := false
-		for _, u := range units {
-			if !placed[u] && !slices.ContainsFunc(u.depUnits, func(d *unit) bool { return !placed[d] }) {
-				placed[u] = true
-				r.order = append(r.order, u)
+		for _, s := range slots {
+			if !placed[s] && !slices.ContainsFunc(s.depSlots, func(d *slot) bool { return !placed[d] }) {
+				placed[s] = true
+				r.order = append(r.order, s)
 				progress = true
 			}
 		}
 		if !progress {
-			return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Cycle: findCycle(units, placed)}}
+			return &PhaseError{Phase: PhaseValidate, Err: &DependencyError{Cycle: findCycle(slots, placed)}}
 		}
 	}
 	return nil
 }
 
-// findCycle walks dependencies from an unplaced unit until a name repeats.
-func findCycle(units []*unit, placed map[*unit]bool) []string {
-	var u *unit
-	for _, c := range units {
-		if !placed[c] {
-			u = c
-			break
-		}
-	}
-	seen := map[*unit]int{}
+// findCycle walks dependencies from an unplaced slot until a name repeats.
+func findCycle(slots []*slot, placed map[*slot]bool) []string {
+	i := slices.IndexFunc(slots, func(s *slot) bool { return !placed[s] })
+	s := slots[i]
+	seen := map[*slot]int{}
 	var path []string
 	for {
-		if i, ok := seen[u]; ok {
-			return append(path[i:], u.c.Name())
+		if i, ok := seen[s]; ok {
+			return append(path[i:], s.name)
 		}
-		seen[u] = len(path)
-		path = append(path, u.c.Name())
-		for _, d := range u.depUnits {
-			if !placed[d] {
-				u = d
-				break
-			}
-		}
+		seen[s] = len(path)
+		path = append(path, s.name)
+		s = s.depSlots[slices.IndexFunc(s.depSlots, func(d *slot) bool { return !placed[d] })]
 	}
 }
 
@@ -392,44 +350,44 @@ func (r *run) parse() error {
 		return &PhaseError{Phase: PhaseParse, Err: err}
 	}
 	r.barrier = b
-	for _, u := range r.order {
-		if u.scope, err = b.NewScope(u.c.Name()); err != nil {
-			return &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
+	for _, s := range r.order {
+		if s.inst.scope, err = b.NewScope(s.name); err != nil {
+			return &ComponentError{Component: s.name, Phase: PhaseParse, Err: err}
 		}
 	}
 	errs := make([]error, len(r.order))
 	var wg sync.WaitGroup
-	for i, u := range r.order {
+	for i, s := range r.order {
 		wg.Go(func() {
-			r.setState(u, Parsing, nil)
-			if err := r.parseUnit(u); err != nil {
-				errs[i] = &ComponentError{Component: u.c.Name(), Phase: PhaseParse, Err: err}
-				r.setState(u, Failed, err)
+			r.setState(s, Parsing, nil)
+			if err := r.parseInstance(s.inst); err != nil {
+				errs[i] = &ComponentError{Component: s.name, Phase: PhaseParse, Err: err}
+				r.setState(s, Failed, err)
 				return
 			}
-			r.setState(u, Parsed, nil)
+			flags := effectiveFlags(s.inst.scope)
+			r.h.mu.Lock()
+			s.flags = flags
+			r.h.mu.Unlock()
+			r.setState(s, Parsed, nil)
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// parseUnit adds u's flags to its scope and parses its arguments, under
-// its pprof label, a panic turned into an error; then it keeps u's
-// effective flags (Harness.Flags). Run's parse phase and Restart use it.
-func (r *run) parseUnit(u *unit) error {
-	err := safely(func() error {
-		return labelled(r.ctx, u.c.Name(), func(context.Context) error {
-			if err := u.c.AddFlags(u.scope); err != nil {
+// parseInstance adds an instance's flags to its scope and parses its
+// arguments, under its pprof label, a panic turned into an error. Run's
+// parse phase and every restart use it.
+func (r *run) parseInstance(inst *instance) error {
+	return safely(func() error {
+		return labelled(r.ctx, inst.c.Name(), func(context.Context) error {
+			if err := inst.c.AddFlags(inst.scope); err != nil {
 				return err
 			}
-			return u.scope.Parse(u.args)
+			return inst.scope.Parse(inst.args)
 		})
 	})
-	if err == nil {
-		r.h.keepFlags(u)
-	}
-	return err
 }
 
 // reconcile reconciles every scope into the run's plan.
@@ -466,132 +424,13 @@ func (r *run) applyBarrier() error {
 	return nil
 }
 
-// start starts every component in an errgroup; each waits for its
-// dependencies' readiness, calls Run in a goroutine of its own, and waits for
-// its own readiness.
-func (r *run) start() error {
-	for _, u := range r.order {
-		r.setState(u, WaitingForDependencies, nil)
+// componentContext puts the harness's logger, named for the component, in
+// ctx — when the harness has a logger of its own.
+func (r *run) componentContext(ctx context.Context, name string) context.Context {
+	if r.h.Logger.GetSink() == nil {
+		return ctx
 	}
-	g, gctx := errgroup.WithContext(r.runCtx)
-	for _, u := range r.order {
-		g.Go(func() error { return r.startUnit(gctx, u) })
-	}
-	return g.Wait()
-}
-
-func (r *run) startUnit(ctx context.Context, u *unit) error {
-	early, _ := u.c.(EarlyStarter)
-	for _, d := range u.depUnits {
-		wait := d.ready
-		if early != nil && early.StartsEarly(d.c.Name()) {
-			wait = d.launched
-		}
-		select {
-		case <-wait:
-		case <-d.unstarted:
-			// Its dependency is to be restarted (Harness.Recover): so is
-			// this component, with it, once Run is in PhaseRun.
-			close(u.unstarted)
-			return nil
-		case <-ctx.Done():
-			return nil // another component failed, or the caller cancelled
-		}
-	}
-	r.setState(u, Starting, nil)
-	r.launch(u)
-	// An early start overlaps the start-ups; Ready is asked once every
-	// dependency is ready, as for any other component.
-	for _, d := range u.depUnits {
-		select {
-		case <-d.ready:
-		case <-ctx.Done():
-			return nil // launched: the stop phase stops it
-		}
-	}
-	rd, ok := u.c.(Readier)
-	if !ok {
-		r.setState(u, Ready, nil)
-		close(u.ready)
-		return nil
-	}
-	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
-	rctx, cancel := context.WithTimeout(r.componentContext(ctx, u), timeout)
-	defer cancel()
-	// Ready's context also ends when Run returned: a Ready that waits for
-	// something its Run no longer does returns then, not at the timeout.
-	rctx, endReady := context.WithCancelCause(rctx)
-	defer endReady(nil)
-	go func() {
-		select {
-		case <-u.done:
-			endReady(errRunReturned)
-		case <-rctx.Done():
-		}
-	}()
-	err, abandoned := await(rctx, func() error { return labelled(rctx, u.c.Name(), rd.Ready) })
-	switch {
-	case err == nil && !abandoned:
-		r.setState(u, Ready, nil)
-		close(u.ready)
-		return nil
-	case abandoned:
-		// Ready ignored its context: bounded like Stop, named, left behind.
-		err = &DeadlineError{Component: u.c.Name(), What: "Ready", Timeout: timeout, Abandoned: true}
-		if ctx.Err() != nil { // another component failed or the caller cancelled: record it, do not blame
-			r.addErr(&ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err})
-			return nil
-		}
-	case ctx.Err() != nil:
-		return nil // the cause is recorded where it happened
-	case errors.Is(context.Cause(rctx), context.DeadlineExceeded):
-		err = &DeadlineError{Component: u.c.Name(), What: "Ready", Timeout: timeout}
-	case r.recoveredBeforeReady(u):
-		close(u.unstarted)
-		return nil // recoverUnit restarts it, and its dependents, once Run is in PhaseRun
-	case context.Cause(rctx) == errRunReturned:
-		return nil // Run's failure is recorded where it happened (launch)
-	}
-	err = &ComponentError{Component: u.c.Name(), Phase: PhaseStart, Err: err}
-	r.setState(u, Failed, err)
-	return err // the errgroup cancels the other starts; Run records it
-}
-
-// errRunReturned ends the context of a component's Ready when its Run
-// returned before it was ready.
-var errRunReturned = errors.New("harness: Run returned before the component was ready")
-
-// recoveredBeforeReady reports whether u's Run failed before u was ready
-// and Harness.Recover keeps that failure (launch decided, and recoverUnit
-// restarts it). Ready returned without success: if Run returned, its
-// goroutine decides within moments; if Run has not returned within
-// AbandonGrace, Ready failed on its own, which is not recovered.
-func (r *run) recoveredBeforeReady(u *unit) bool {
-	t := time.NewTimer(AbandonGrace)
-	defer t.Stop()
-	select {
-	case <-u.done:
-	case <-t.C:
-		return false
-	}
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	return u.recovering
-}
-
-// dependentLaunched reports whether a component depending on u, directly
-// or not, was launched (an EarlyStarter does not wait for u's readiness).
-func (r *run) dependentLaunched(u *unit) bool {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
-	for _, o := range withDependents(r.order, u)[1:] {
-		select {
-		case <-o.launched:
-			return true
-		default:
-		}
-	}
-	return false
+	return klog.NewContext(ctx, r.h.Logger.WithValues("component", name))
 }
 
 // AbandonGrace is how long the harness still waits for a component's Ready
@@ -599,19 +438,6 @@ func (r *run) dependentLaunched(u *unit) bool {
 // abandons the goroutine calling it. A Ready or Stop that honours its
 // context returns well within it.
 const AbandonGrace = time.Second
-
-// await calls f in a goroutine of its own and waits for it until ctx ends
-// and AbandonGrace more. abandoned says f had not returned by then: its
-// goroutine is left behind.
-func await(ctx context.Context, f func() error) (err error, abandoned bool) {
-	errc := call(f)
-	select {
-	case err := <-errc:
-		return err, false
-	case <-ctx.Done():
-	}
-	return graceful(errc)
-}
 
 // call runs f in a goroutine of its own; its result arrives on the channel.
 func call(f func() error) <-chan error {
@@ -631,230 +457,6 @@ func graceful(errc <-chan error) (err error, abandoned bool) {
 		return nil, true
 	}
 }
-
-// componentContext puts the harness's logger, named for the component, in
-// ctx — when the harness has a logger of its own.
-func (r *run) componentContext(ctx context.Context, u *unit) context.Context {
-	if r.h.Logger.GetSink() == nil {
-		return ctx
-	}
-	return klog.NewContext(ctx, r.h.Logger.WithValues("component", u.c.Name()))
-}
-
-// launch calls Run in a goroutine with the component's own context: the
-// caller's values, cancelled only when the harness stops this component.
-func (r *run) launch(u *unit) {
-	var ctx context.Context
-	ctx, u.cancel = context.WithCancelCause(r.componentContext(context.WithoutCancel(r.ctx), u))
-	u.done = make(chan struct{})
-	close(u.launched)
-	go func() {
-		defer close(u.done)
-		err := safely(func() error { return labelled(ctx, u.c.Name(), u.c.Run) })
-		u.runErr = err
-		r.h.mu.Lock()
-		stopping, phase := u.stopping, PhaseRun
-		if u.state != Ready {
-			phase = PhaseStart // it failed before it became ready
-		}
-		r.h.mu.Unlock()
-		if stopping {
-			return
-		}
-		if err == nil {
-			err = ErrExited
-		}
-		// Before it was ready, a component is recovered only if none of
-		// its dependents was launched (an early start): those that wait
-		// for its readiness start again with it.
-		recover := r.h.Recover != nil && (phase == PhaseRun || !r.dependentLaunched(u)) && r.h.Recover(u.c.Name(), err)
-		cerr := &ComponentError{Component: u.c.Name(), Phase: phase, Err: err}
-		r.h.mu.Lock()
-		u.recovering = recover
-		r.h.mu.Unlock()
-		r.setState(u, Failed, cerr)
-		if !recover {
-			r.failWith(cerr)
-			return
-		}
-		r.recovering.Go(func() { r.recoverUnit(u, cerr) })
-	}()
-}
-
-// recoverUnit restarts a component whose failure Harness.Recover kept from
-// stopping the harness, as Restart does with its arguments unchanged
-// (with its dependents). If it cannot be restarted, its failure is the
-// harness's after all: recorded (after the restart's own error, if any),
-// and the harness stops — unless the caller is stopping it anyway.
-func (r *run) recoverUnit(u *unit, cause *ComponentError) {
-	r.h.mu.Lock()
-	u.recoveries++
-	u.lastRecov = &Recovery{At: time.Now(), Cause: cause.Err.Error()}
-	n := u.recoveries
-	r.h.mu.Unlock()
-	r.log.Info("Component failed; restarting it (Harness.Recover)", "component", u.c.Name(), "recoveries", n, "err", cause.Err)
-	// A component can fail once ready while others still start (a lost
-	// lease while the scheduler waits for its own); Restart works in
-	// PhaseRun only: the restart waits for it.
-	if !r.waitPhaseRun() {
-		r.log.Info("Restart after a failure interrupted by the stop", "component", u.c.Name())
-		return
-	}
-	err := r.h.Restart(context.WithoutCancel(r.ctx), u.c.Name(), u.args)
-	switch {
-	case err == nil:
-	case r.ctx.Err() != nil:
-		r.log.Info("Restart after a failure interrupted by the stop", "component", u.c.Name(), "err", err)
-	default:
-		r.failWith(fmt.Errorf("%w; restarting it failed: %v", cause, err))
-	}
-}
-
-// waitPhaseRun waits until Run reaches PhaseRun (true) or stops — the
-// caller cancelled, or the start failed (false).
-func (r *run) waitPhaseRun() bool {
-	for {
-		changed, st := r.h.changes()
-		switch {
-		case r.runCtx.Err() != nil:
-			return false
-		case st.Phase == PhaseRun:
-			return true
-		}
-		select {
-		case <-changed:
-		case <-r.runCtx.Done():
-		}
-	}
-}
-
-// wait blocks until the caller cancels or a component fails.
-func (r *run) wait() error {
-	<-r.runCtx.Done()
-	return nil
-}
-
-// stop stops the components that were launched, in reverse dependency
-// order, each within StopTimeout: a component stops once every component
-// that depends on it has stopped, so components that do not depend on each
-// other stop at the same time (kube-scheduler and kube-controller-manager,
-// which both depend only on kube-apiserver). The whole stop then takes the
-// longest chain of stops, not their sum.
-func (r *run) stop() error {
-	stopped := make(map[*unit]chan struct{}, len(r.order))
-	dependents := make(map[*unit][]*unit, len(r.order))
-	for _, u := range r.order {
-		stopped[u] = make(chan struct{})
-		for _, d := range u.depUnits {
-			dependents[d] = append(dependents[d], u)
-		}
-	}
-	var wg sync.WaitGroup
-	for _, u := range slices.Backward(r.order) {
-		wg.Go(func() {
-			defer close(stopped[u])
-			for _, d := range dependents[u] {
-				<-stopped[d]
-			}
-			r.stopOne(u)
-		})
-	}
-	wg.Wait()
-	return nil
-}
-
-// stopOne stops u if it was launched, else marks it stopped (unless it
-// failed).
-func (r *run) stopOne(u *unit) {
-	if u.done == nil {
-		r.h.mu.Lock()
-		failed := u.state == Failed
-		r.h.mu.Unlock()
-		if !failed {
-			r.setState(u, Stopped, nil) // never started
-		}
-		return
-	}
-	if err := r.stopLaunched(u); err != nil {
-		r.addErr(err)
-	}
-}
-
-// stopLaunched stops a component whose Run was called, within StopTimeout,
-// and records its state. A failure comes back as a *ComponentError in
-// phase stop, the component's state Failed; one that had failed already
-// keeps that state.
-func (r *run) stopLaunched(u *unit) error {
-	r.h.mu.Lock()
-	u.stopping = true
-	failed := u.state == Failed
-	r.h.mu.Unlock()
-	if !failed {
-		r.setState(u, Stopping, nil)
-	}
-	if err := r.stopUnit(u, cmp.Or(r.h.StopTimeout, DefaultStopTimeout)); err != nil {
-		err = &ComponentError{Component: u.c.Name(), Phase: PhaseStop, Err: err}
-		r.setState(u, Failed, err)
-		return err
-	}
-	if !failed {
-		r.setState(u, Stopped, nil)
-	}
-	return nil
-}
-
-// stopUnit stops one component within timeout: Stop (if it is a Stopper)
-// gets the first half, with a context whose deadline is that share; Run's
-// context is cancelled as soon as Stop returned, and at the latest when
-// Stop's share ended, and Run gets the rest of the timeout to return. What
-// overran — Stop, Run or both — is named in a *DeadlineError. An error Run
-// returns while stopping is reported unless it is the cancellation itself.
-func (r *run) stopUnit(u *unit, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var stopErr error
-	s, isStopper := u.c.(Stopper)
-	if !isStopper {
-		u.cancel(errStopping)
-	} else {
-		share := timeout / 2
-		sctx, cancel := context.WithTimeout(r.componentContext(context.WithoutCancel(r.ctx), u), share)
-		errc := call(func() error { return labelled(sctx, u.c.Name(), s.Stop) })
-		select {
-		case stopErr = <-errc:
-			u.cancel(errStopping)
-		case <-sctx.Done():
-			// Stop's share is over: Run's context is cancelled now, whatever
-			// Stop does; Stop gets AbandonGrace more to return.
-			u.cancel(errStopping)
-			var abandoned bool
-			if stopErr, abandoned = graceful(errc); abandoned {
-				stopErr = &DeadlineError{Component: u.c.Name(), What: "Stop", Timeout: share, Abandoned: true}
-			}
-		}
-		cancel()
-	}
-	rctx, cancel := context.WithDeadline(context.WithoutCancel(r.ctx), deadline)
-	defer cancel()
-	select {
-	case <-u.done:
-	case <-rctx.Done():
-		return errors.Join(stopErr, &DeadlineError{Component: u.c.Name(), What: "Run", Timeout: timeout, Abandoned: true})
-	}
-	if stopErr != nil {
-		return stopErr
-	}
-	if u.runErr != nil && !errors.Is(u.runErr, context.Canceled) && !errors.Is(u.runErr, errStopping) {
-		r.h.mu.Lock()
-		failed := u.state == Failed // already reported when it failed
-		r.h.mu.Unlock()
-		if !failed {
-			return u.runErr
-		}
-	}
-	return nil
-}
-
-var errStopping = errors.New("harness: stopping")
 
 // safely runs f, turning a panic into a *PanicError with the stack.
 func safely(f func() error) (err error) {

@@ -77,7 +77,7 @@ func (c *collector) CollectWithStability(ch chan<- metrics.Metric) {
 		send(c.phaseDuration, metrics.GaugeValue, t.Duration.Seconds(), string(t.Phase))
 	}
 	for _, comp := range st.Components {
-		for s := Pending; s <= Failed; s++ {
+		for s := Pending; s <= Recovering; s++ {
 			send(c.componentState, metrics.GaugeValue, boolValue(comp.State == s), comp.Name, s.String())
 		}
 		send(c.restarts, metrics.CounterValue, float64(comp.Restarts), comp.Name)

@@ -113,7 +113,7 @@ func TestMetricsAfterRestartAndConflict(t *testing.T) {
 		restarts := samples(t, fams, "kubeharness_component_restarts_total", dto.MetricType_COUNTER)
 		assert.Equal(t, map[string]float64{"a": 0, "b": 1, "c": 1}, valuesBy(restarts, "component", nil))
 		states := samples(t, fams, "kubeharness_component_state", dto.MetricType_GAUGE)
-		assert.Len(t, states, 3*9, "every state of every component")
+		assert.Len(t, states, 3*10, "every state of every component")
 		assert.Equal(t, map[string]float64{"a": 1, "b": 1, "c": 1}, valuesBy(states, "component", map[string]string{"state": "ready"}))
 		assert.Equal(t, map[string]float64{"a": 0, "b": 0, "c": 0}, valuesBy(states, "component", map[string]string{"state": "stopped"}))
 		assert.Equal(t, map[string]float64{"validate": 0, "parse": 0, "barrier": 0, "start": 0, "run": 1, "stop": 0, "done": 0},

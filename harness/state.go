@@ -24,6 +24,10 @@ const (
 	Stopped
 	// Failed: it failed; ComponentStatus.Error says how.
 	Failed
+	// Recovering: it failed, Harness.Recover kept the failure
+	// (ComponentStatus.Error says which), and a new instance is on its way:
+	// alive, not ready. It lasts until that instance is ready.
+	Recovering
 )
 
 // String is the lower-case name used in logs and status.
@@ -47,6 +51,8 @@ func (s State) String() string {
 		return "stopped"
 	case Failed:
 		return "failed"
+	case Recovering:
+		return "recovering"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -71,7 +77,7 @@ const (
 // UnmarshalText parses the names String gives, for clients of the status
 // handler.
 func (s *State) UnmarshalText(b []byte) error {
-	for st := Pending; st <= Failed; st++ {
+	for st := Pending; st <= Recovering; st++ {
 		if st.String() == string(b) {
 			*s = st
 			return nil

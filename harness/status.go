@@ -23,9 +23,10 @@ type PhaseTiming struct {
 	Duration time.Duration `json:"duration"`
 }
 
-// ComponentStatus is one component's state. Restarts counts the instances
-// of it that Restart replaced (the component restarted, or one it depends
-// on).
+// ComponentStatus is one component's state. Restarts counts the restarts
+// of it — Restart's and Harness.Recover's, of it or of a component it
+// depends on — each a new instance (started once its dependencies are
+// ready again).
 type ComponentStatus struct {
 	Name         string    `json:"name"`
 	State        State     `json:"state"`
@@ -39,8 +40,10 @@ type ComponentStatus struct {
 	// standby that campaigns again); LastRecovery is the last of them.
 	Recoveries   int       `json:"recoveries,omitempty"`
 	LastRecovery *Recovery `json:"lastRecovery,omitempty"`
-
-	recovering bool // Failed, and Harness.Recover restarts it (WaitReady)
+	// Abandoned says why the harness left the component's goroutines
+	// running when it stopped it: a Once whose Run did not return within
+	// StopTimeout (upstream cannot stop it). Empty for any other stop.
+	Abandoned string `json:"abandoned,omitempty"`
 }
 
 // Recovery is one restart of a component that Harness.Recover kept from
@@ -75,10 +78,11 @@ func (h *Harness) Status() Status {
 			st.Phase = "not-started"
 		}
 	}
-	for _, u := range h.units {
-		cs := ComponentStatus{Name: u.c.Name(), State: u.state, Since: u.since, Dependencies: u.deps, Args: u.args, Restarts: u.restarts, Recoveries: u.recoveries, LastRecovery: u.lastRecov, recovering: u.state == Failed && u.recovering}
-		if u.err != nil {
-			cs.Error = u.err.Error()
+	for _, s := range h.slots {
+		cs := ComponentStatus{Name: s.name, State: s.state, Since: s.since, Dependencies: s.deps, Args: s.args,
+			Restarts: s.restarts, Recoveries: s.recoveries, LastRecovery: s.lastRecov, Abandoned: s.abandoned}
+		if s.err != nil {
+			cs.Error = s.err.Error()
 		}
 		st.Components = append(st.Components, cs)
 	}
@@ -115,8 +119,8 @@ func (s Status) Ready() bool {
 //     503 (kube-apiserver answers 500: here a failing check means not
 //     ready, never an internal error), and the list names it, its reason
 //     withheld as upstream does. livez: a component's check fails only
-//     once it Failed; pending, starting, stopping or being restarted is
-//     alive. readyz: a component's check passes only while it is Ready,
+//     once it Failed; pending, starting, stopping, restarting or
+//     Recovering is alive. readyz: a component's check passes only while it is Ready,
 //     and one more check, HarnessCheck, passes only while Run is in
 //     PhaseRun with at least one component, so /readyz answers 200 exactly
 //     when Status.Ready is true: not before every component started, and
@@ -210,27 +214,26 @@ func (h *Harness) Handler() http.Handler {
 func (h *Harness) Flags(component string) (flags map[string]string, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, u := range h.units {
-		if u.c.Name() == component && u.flags != nil {
-			return maps.Clone(u.flags), true
+	for _, s := range h.slots {
+		if s.name == component && s.flags != nil {
+			return maps.Clone(s.flags), true
 		}
 	}
 	return nil, false
 }
 
-// keepFlags records u's effective flags, redacted, once its scope parsed.
-func (h *Harness) keepFlags(u *unit) {
+// effectiveFlags is every flag of a parsed scope, each value redacted where
+// it is secret.
+func effectiveFlags(scope *scoping.Scope) map[string]string {
 	flags := map[string]string{}
-	u.scope.FlagSet().VisitAll(func(f *pflag.Flag) {
+	scope.FlagSet().VisitAll(func(f *pflag.Flag) {
 		v := flagValue(f)
 		if set := f.Annotations["classified"]; len(set) > 0 || (v != "" && secretFlag(f.Name) && !isSwitch(v)) {
 			v = Redacted
 		}
 		flags[f.Name] = v
 	})
-	h.mu.Lock()
-	u.flags = flags
-	h.mu.Unlock()
+	return flags
 }
 
 // flagValue is the flag's value as it prints, or why it cannot print (a
