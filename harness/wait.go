@@ -57,7 +57,10 @@ func (r *run) setStateLocked(s *slot, st State, err error) (log func()) {
 			s.recovering = nil
 		}
 	}
-	s.state, s.err, s.since = st, err, time.Now()
+	same := s.state == st && s.err == err
+	if !same {
+		s.state, s.err, s.since = st, err, time.Now()
+	}
 	run := false
 	if st == Ready {
 		s.wasReady = true
@@ -68,7 +71,9 @@ func (r *run) setStateLocked(s *slot, st State, err error) (log func()) {
 	}
 	h.notifyLocked()
 	return func() {
-		r.logState(s, st, err)
+		if !same {
+			r.logState(s, st, err)
+		}
 		if run {
 			r.log.Info("Harness phase", "phase", PhaseRun)
 		}
