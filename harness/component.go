@@ -28,8 +28,10 @@ type Component interface {
 // dependency the harness calls Run as soon as the dependency's Run was
 // called, so that their start-ups overlap; Ready is still called only once
 // every dependency is ready (ReadyTimeout counts from then), and the stop
-// order does not change. StartsEarly is called once per dependency (its
-// name), when the component starts.
+// order does not change. A restart or recovery of such a dependency
+// retires the early-started component first, as any dependent.
+// StartsEarly is called once per dependency (its name) and instance, when
+// the instance is to start.
 type EarlyStarter interface {
 	StartsEarly(dependency string) bool
 }

@@ -36,9 +36,9 @@ import (
 //     machine). A span opens at the elector's "Leader election: acquired
 //     the lease, starting", logged after the lease was written and before
 //     the component's work is called; it closes at the harness's
-//     "Component state … failed" for that component, logged after the
-//     elector's run returned, which it does only once the work has
-//     returned. So a span covers all the work done under that lease; two
+//     "Component state … recovering" (or failed, or stopped) for that
+//     component, logged after the elector's run returned, which it does
+//     only once the work has returned. So a span covers all the work done under that lease; two
 //     spans of one lease that intersect mean two instances ran that
 //     component's work at the same time — on two servers, or on one: the
 //     successor of a demoted instance campaigns with its identity and
@@ -403,7 +403,8 @@ func (s *leaseSamples) changes() map[string][]holderChange {
 
 // leadSpan is the time one instance (identity) of a component on one
 // server ran its work under the lease: from "acquired the lease, starting"
-// to the harness's "Component state … failed"; end is zero while open.
+// to the harness's "Component state … recovering" (failed, stopped); end
+// is zero while open.
 type leadSpan struct {
 	server, identity string
 	start, end       time.Time
@@ -448,7 +449,7 @@ func leadSpans(t *testing.T, servers []*server, names []string) map[string][]lea
 			case entry.Msg == "Component state":
 				// Leases are named after their components.
 				st := strings.ToLower(fmt.Sprint(entry.State))
-				if j, ok := open[entry.Component]; ok && (st == "failed" || st == "stopped") {
+				if j, ok := open[entry.Component]; ok && (st == "recovering" || st == "failed" || st == "stopped") {
 					out[entry.Component][j].end = ts
 					delete(open, entry.Component)
 				}
