@@ -150,7 +150,7 @@ func (h *Harness) Run(ctx context.Context) error {
 	r.enter(PhaseStop)
 	close(r.stopping)
 	supervisors.Wait()
-	for _, s := range r.order {
+	for _, s := range h.slots {
 		if st := r.h.stateOf(s); st != Failed && st != Stopped {
 			r.setState(s, Stopped, nil) // never started
 		}

@@ -97,7 +97,7 @@ func (r *run) supervise(s *slot) {
 		}
 		switch ev {
 		case evRetire:
-			if r.replace(s, inst) {
+			if r.retireForRestart(s, inst) {
 				continue
 			}
 		case evExited:
@@ -278,10 +278,10 @@ func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
 	}
 }
 
-// replace retires s's instance for a restart of it or of a dependency; the
+// retireForRestart retires s's instance for a restart of it or of a dependency; the
 // supervisor then starts the next one. A failure to stop it stops the
 // harness (false).
-func (r *run) replace(s *slot, inst *instance) bool {
+func (r *run) retireForRestart(s *slot, inst *instance) bool {
 	r.setState(s, Stopping, nil)
 	err := r.retire(s, inst)
 	if err == nil {

@@ -296,8 +296,8 @@ func TestSurvivesDatastorePauseWhileControllersAreBuilt(t *testing.T) {
 // while its informers still sync, so that it loses the lease before it
 // was ready — the start of a server on a slow disk. The harness recovers
 // a component that fails so (nothing depends on the scheduler): the
-// server stays up, the scheduler campaigns again once every component
-// started, and a Deployment's Pods are bound. Before, the harness
+// server stays up, the scheduler campaigns again at once, and a
+// Deployment's Pods are bound. Before, the harness
 // recovered only a component that had been ready, and this failure
 // stopped the server (CI, 8fc3dd6).
 func TestSurvivesDatastorePauseWhileSchedulerStarts(t *testing.T) {
