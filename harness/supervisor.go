@@ -278,9 +278,9 @@ func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
 	}
 }
 
-// retireForRestart retires s's instance for a restart of it or of a dependency; the
-// supervisor then starts the next one. A failure to stop it stops the
-// harness (false).
+// retireForRestart retires s's instance for a restart of it or of a
+// dependency; the supervisor then starts the next one. A failure to stop
+// it stops the harness (false).
 func (r *run) retireForRestart(s *slot, inst *instance) bool {
 	r.setState(s, Stopping, nil)
 	err := r.retire(s, inst)
