@@ -283,8 +283,8 @@ func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
 // it stops the harness (false).
 func (r *run) retireForRestart(s *slot, inst *instance) bool {
 	r.setState(s, Stopping, nil)
-	err := r.retire(s, inst)
-	if err == nil {
+	err, stopped := r.retire(s, inst)
+	if err == nil && stopped {
 		err = runErrorOnStop(inst)
 	}
 	if err != nil {
@@ -314,10 +314,14 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	switch {
 	case keep && r.isStopping():
 		r.log.Info("Restart after a failure interrupted by the stop", "component", s.name, "err", err)
+		r.retire(s, inst) // its Run returned: this waits for the dependents
+		r.setState(s, Stopped, nil)
 	case !keep && r.h.Recover != nil && refusal != nil:
 		r.failed(s, errors.Join(cerr, refusal))
+		r.retire(s, inst)
 	case !keep:
 		r.failed(s, cerr)
+		r.retire(s, inst)
 	default:
 		n := r.h.recovered(s, cerr)
 		r.logState(s, Recovering, cerr)
@@ -325,13 +329,13 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 		fresh, err := r.renew(set, r.h.argsOf(s))
 		if err != nil {
 			r.failed(s, err)
-			break
+			r.retire(s, inst)
+			return false
 		}
 		r.handover(set, fresh)
-		_ = r.retire(s, inst) // its Run returned: this waits for the dependents
+		r.retire(s, inst)
 		return true
 	}
-	r.stop(s, inst)
 	return false
 }
 
@@ -350,15 +354,21 @@ func (r *run) failed(s *slot, err error) {
 
 // stop retires s's instance for good, as the harness stops: Stopping, then
 // Stopped — or Failed with a *ComponentError in phase stop, recorded. A
-// component that failed already stays Failed.
+// component that failed already stays Failed. A Run that returned an error
+// before it was asked to stop is such a failure, unless Recover keeps it
+// (no restart starts: the harness stops).
 func (r *run) stop(s *slot, inst *instance) {
 	failed := r.h.stateOf(s) == Failed
 	if !failed {
 		r.setState(s, Stopping, nil)
 	}
-	err := r.retire(s, inst)
+	err, stopped := r.retire(s, inst)
 	if err == nil && !failed {
 		err = runErrorOnStop(inst)
+		if err != nil && !stopped && r.h.Recover != nil && r.h.Recover(s.name, err) {
+			r.log.Info("Restart after a failure interrupted by the stop", "component", s.name, "err", err)
+			err = nil
+		}
 	}
 	switch {
 	case err != nil:
@@ -371,9 +381,9 @@ func (r *run) stop(s *slot, inst *instance) {
 }
 
 // retire takes s's instance down: marked leaving, it waits until every
-// dependent's instance is down, then it is stopped (unless its Run
-// returned already) and marked down.
-func (r *run) retire(s *slot, inst *instance) error {
+// dependent's instance is down, then it is stopped — unless its Run
+// returned already (stopped false) — and marked down.
+func (r *run) retire(s *slot, inst *instance) (err error, stopped bool) {
 	r.h.update(func() { s.leaving = true })
 	for {
 		changed := r.h.changes()
@@ -382,12 +392,11 @@ func (r *run) retire(s *slot, inst *instance) error {
 		}
 		<-changed
 	}
-	var err error
-	if !inst.exited() {
+	if stopped = !inst.exited(); stopped {
 		err = r.stopInstance(s, inst)
 	}
 	r.h.update(func() { s.up, s.leaving = false, false })
-	return err
+	return err, stopped
 }
 
 // stopInstance stops a running instance within StopTimeout: Stop (if it is

@@ -279,3 +279,90 @@ func withPrefix(events []string, prefixes ...string) []string {
 		return !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(e, p) })
 	})
 }
+
+// TestRecoveredInstanceFailsOtherwise: a ← b; b fails with an error
+// Recover keeps; its new instance's Run fails before it was ready with one
+// Recover does not keep. The harness stops with a *RecoveryError carrying
+// both failures.
+func TestRecoveredInstanceFailsOtherwise(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a, b := newRenewable("a", j), newRenewable("b", j)
+		b.failAfter, b.failErr = 5*time.Second, errLost
+		b.renewed = func(n *renewable) { n.failAfter, n.failErr, n.neverReady = time.Second, errBoom, true }
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		err := h.Run(t.Context())
+		var re *harness.RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, "b", re.Cause.Component)
+		assert.ErrorIs(t, re.Cause, errLost)
+		assert.ErrorIs(t, re.Err, errBoom)
+		assert.EqualError(t, re, "b failed in phase run: lost the leader-election lease; restarting it failed: b failed in phase start: boom")
+		assert.Equal(t, []string{"b: lost the leader-election lease", "b: boom"}, rec.list())
+		assert.Equal(t, harness.Failed, state(h, "b"))
+		assert.Contains(t, j.list(), "stop a")
+	})
+}
+
+// TestRecoverDuringTheStop: a ← b; the harness is stopping (b's Stop takes
+// 2 s) when a's Run returns with an error Recover keeps, before a was
+// asked to stop. No restart starts, and the kept failure is no error of
+// Run: a is stopped.
+func TestRecoverDuringTheStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, rec, j := recoveringHarness(t)
+		a := newRenewable("a", j)
+		a.failAfter, a.failErr = 6*time.Second, errLost
+		b := stopper{newFake("b", j)}
+		b.stopDelay = 2 * time.Second
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		stop, _ := runUntil(t, h)
+		time.Sleep(5 * time.Second)
+		require.NoError(t, stop())
+		assert.Equal(t, []string{"a: lost the leader-election lease"}, rec.list())
+		assert.Equal(t, map[string]int{"a": 0, "b": 0}, restarts(h))
+		assert.Equal(t, harness.Stopped, state(h, "a"))
+		assert.Equal(t, harness.Stopped, state(h, "b"))
+	})
+}
+
+// TestRestartWithHungStop: a ← b; b's Stop ignores its context when
+// Restart retires it. Restart returns the *DeadlineError naming b's Stop,
+// and the harness stops with it: a hung stop is not waited for.
+func TestRestartWithHungStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		a := newRenewable("a", j)
+		b := renewableStopper{newRenewable("b", j)}
+		b.hangStop = make(chan struct{})
+		require.NoError(t, h.Add(a, nil))
+		require.NoError(t, h.Add(b, nil, "a"))
+		_, done := runUntil(t, h)
+		require.NoError(t, h.WaitReady(t.Context()))
+		began := time.Now()
+		err := h.Restart(t.Context(), "b", nil)
+		assert.Equal(t, 2500*time.Millisecond+harness.AbandonGrace, time.Since(began), "Stop's share, then the grace")
+		var de *harness.DeadlineError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, harness.DeadlineError{Component: "b", What: "Stop", Timeout: 2500 * time.Millisecond, Abandoned: true}, *de)
+		var ce *harness.ComponentError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, harness.PhaseStop, ce.Phase)
+		assert.ErrorIs(t, <-done, err)
+		assert.Contains(t, j.list(), "stop a")
+		close(b.hangStop)
+		synctest.Wait()
+	})
+}
+
+// renewableStopper is a renewable that is a Stopper too.
+type renewableStopper struct{ *renewable }
+
+func (s renewableStopper) Stop(ctx context.Context) error { return stopper{s.fake}.Stop(ctx) }
+
+func (s renewableStopper) Renew() harness.Component {
+	return renewableStopper{s.renewable.Renew().(*renewable)}
+}
