@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr/funcr"
@@ -139,6 +140,40 @@ func ExampleHarness_Restart() {
 	// components conflict on 1 process-wide setting:
 	//   feature gate "Foo": kube-scheduler sets true (--feature-gates=Foo=true): feature gate "Foo" is false in the running control plane; a restarted component cannot change a process-wide setting while the others run
 	// stop kube-scheduler profile two
+	// stop kube-apiserver profile default
+	// <nil>
+}
+
+// agent is a server that upstream cannot start twice in one process.
+type agent struct{ *server }
+
+func (agent) StartsOnce() string { return "its informers run on wait.NeverStop" }
+
+// A Once — the kubelet, kube-proxy — is never restarted, nor is a component
+// it depends on: Restart says why, before anything stops.
+func ExampleOnce() {
+	target, _ := scopingtest.NewTarget(scopingtest.AlphaFeatures("Foo"))
+	h := &harness.Harness{Target: &target, Logger: funcr.New(func(string, string) {}, funcr.Options{})}
+	h.Add(newServer("kube-apiserver"), nil)
+	h.Add(agent{newServer("kubelet")}, nil, "kube-apiserver")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	if err := h.WaitReady(ctx); err != nil {
+		fmt.Println(err)
+	}
+	err := h.Restart(ctx, "kube-apiserver", nil)
+	var re *harness.RestartError
+	fmt.Println(errors.As(err, &re), errors.Is(err, harness.ErrStartsOnce))
+	fmt.Println(err)
+	cancel()
+	fmt.Println(<-done)
+	// Output:
+	// start kube-apiserver profile default
+	// start kubelet profile default
+	// true true
+	// harness: cannot restart kube-apiserver: its dependent kubelet starts once per process: its informers run on wait.NeverStop
+	// stop kubelet profile default
 	// stop kube-apiserver profile default
 	// <nil>
 }
