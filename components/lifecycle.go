@@ -22,32 +22,23 @@ type lifecycle struct {
 
 	ready     chan struct{} // closed by markReady
 	readyOnce sync.Once
-	exited    chan struct{} // closed when Run returned
 
-	// mu guards runErr and the embedding adapter's own run state.
-	mu     sync.Mutex
-	runErr error
+	// mu guards the embedding adapter's own run state.
+	mu sync.Mutex
 }
 
 // newLifecycle returns the lifecycle of the component name; e is its
 // elector, or nil.
 func newLifecycle(name string, e *elector) *lifecycle {
-	return &lifecycle{name: name, elector: e, ready: make(chan struct{}), exited: make(chan struct{})}
+	return &lifecycle{name: name, elector: e, ready: make(chan struct{})}
 }
 
 // run is Component.Run's bookkeeping around body, the adapter's upstream
-// wiring: it records body's error for Ready and closes exited when Run
-// returns; it refuses to run an adapter whose AddFlags was not called
+// wiring: it refuses to run an adapter whose AddFlags was not called
 // (configured false); it returns nil without calling body when ctx is
 // already cancelled (stopped before it started: nothing to undo); and it
 // gives body a context whose logger carries the component's name.
-func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.Context) error) (err error) {
-	defer func() {
-		l.mu.Lock()
-		l.runErr = err
-		l.mu.Unlock()
-		close(l.exited)
-	}()
+func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.Context) error) error {
 	if !configured {
 		return fmt.Errorf("%s: Run before AddFlags", l.name)
 	}
@@ -62,8 +53,9 @@ func (l *lifecycle) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 
 // Ready blocks until the component was marked ready or its elector saw
 // another instance hold the lease (a standby counts as ready), and returns
-// nil; or until Run returned first (an error wrapping Run's) or ctx ended
-// (ctx's error).
+// nil; or until ctx ended (ctx's error). It does not watch Run: the harness
+// ends Ready's context when Run returned, and it alone decides that Run
+// returned before Ready.
 func (l *lifecycle) Ready(ctx context.Context) error {
 	var standby <-chan struct{} // nil: never
 	if l.elector != nil {
@@ -74,10 +66,6 @@ func (l *lifecycle) Ready(ctx context.Context) error {
 		return nil
 	case <-standby:
 		return nil
-	case <-l.exited:
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return fmt.Errorf("%s exited before it was ready: %w", l.name, l.runErr)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

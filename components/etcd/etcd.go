@@ -119,14 +119,12 @@ type Etcd struct {
 
 	started atomic.Bool
 	ready   chan struct{} // closed once etcd serves clients
-	exited  chan struct{} // closed once Run returned
-	mu      sync.Mutex
-	err     error // Run's error, set before exited is closed
+	mu      sync.Mutex    // guards cfg
 }
 
 // New returns an unstarted etcd component with configuration cfg.
 func New(cfg Config) *Etcd {
-	return &Etcd{cfg: cfg, ready: make(chan struct{}), exited: make(chan struct{})}
+	return &Etcd{cfg: cfg, ready: make(chan struct{})}
 }
 
 var (
@@ -192,7 +190,7 @@ func (c Config) peerURL() *url.URL {
 // fails, or stops on its own — a *DataDirError, naming the data dir, where
 // etcd itself gives up while starting (a full disk, say). It may be called
 // once.
-func (e *Etcd) Run(ctx context.Context) (err error) {
+func (e *Etcd) Run(ctx context.Context) error {
 	e.mu.Lock()
 	if !e.started.CompareAndSwap(false, true) {
 		e.mu.Unlock()
@@ -200,12 +198,6 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	}
 	c := e.cfg
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		e.err = err
-		e.mu.Unlock()
-		close(e.exited)
-	}()
 	if err := c.validate(); err != nil {
 		return err
 	}
@@ -294,24 +286,14 @@ func (e *Etcd) Run(ctx context.Context) (err error) {
 	}
 }
 
-// Ready returns nil once etcd serves clients, Run's error if Run returned
-// first, or ctx's error.
+// Ready returns nil once etcd serves clients (and stays nil after Run
+// returned), or ctx's error. It does not watch Run: the harness ends
+// Ready's context when Run returned, and it alone decides that Run
+// returned before Ready.
 func (e *Etcd) Ready(ctx context.Context) error {
 	select {
 	case <-e.ready:
 		return nil
-	case <-e.exited:
-		select {
-		case <-e.ready: // it was ready, then stopped: Ready's answer stays nil
-			return nil
-		default:
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.err != nil {
-			return e.err
-		}
-		return errors.New("etcd: stopped before it was ready")
 	case <-ctx.Done():
 		return ctx.Err()
 	}
