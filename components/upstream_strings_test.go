@@ -32,6 +32,9 @@ func TestUpstreamStrings(t *testing.T) {
 		{"upstreamKCMAPIServerUnhealthy", upstreamKCMAPIServerUnhealthy, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `"failed to wait for apiserver being healthy: %w"`},
 		{"upstreamConfigzTwice", upstreamConfigzTwice, "k8s.io/component-base", "configz/configz.go", `"register config %q twice"`},
 		{"upstreamDuplicateMetrics", upstreamDuplicateMetrics, "github.com/prometheus/client_golang", "prometheus/registry.go", `"duplicate metrics collector registration attempted"`},
+		{"upstreamHealthzPassed", upstreamHealthzPassed, "k8s.io/apiserver", "pkg/server/healthz/healthz.go", `"[+]%s ok\n"`},
+		{"upstreamHealthzPassed (excluded)", upstreamHealthzPassed, "k8s.io/apiserver", "pkg/server/healthz/healthz.go", `"[+]%s excluded: ok\n"`},
+		{"upstreamHealthzFailed", upstreamHealthzFailed, "k8s.io/apiserver", "pkg/server/healthz/healthz.go", `"[-]%s failed: reason withheld\n"`},
 	}
 	dirs := map[string]string{}
 	for _, s := range sources {
@@ -85,4 +88,16 @@ func moduleDir(t *testing.T, mod string) string {
 	dir := strings.TrimSpace(string(out))
 	require.NotEmpty(t, dir, "%s is not in the module cache: go mod download %s", mod, mod)
 	return dir
+}
+
+// TestListsCheck: a verbose /healthz lists the controllers' checks once
+// they were built, passing or failing; the base checks do not count.
+func TestListsCheck(t *testing.T) {
+	known := map[string]bool{"namespace-controller": true, "deployment-controller": true}
+	before := "[+]ping ok\n[+]log ok\nhealthz check passed\n"
+	assert.False(t, listsCheck(before, known))
+	assert.False(t, listsCheck("", known))
+	assert.False(t, listsCheck("[+]namespace-controllers ok\n", known), "a prefix of a name is not the name")
+	assert.True(t, listsCheck("[+]ping ok\n[+]log ok\n[+]namespace-controller ok\nhealthz check passed\n", known))
+	assert.True(t, listsCheck("[+]ping ok\n[-]deployment-controller failed: reason withheld\nhealthz check failed\n", known))
 }
