@@ -1,7 +1,6 @@
-package scoping
+package scoping_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/version"
 	basecompat "k8s.io/component-base/compatibility"
+
+	"github.com/kubeharness/kubeharness/scoping"
+	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
 // TestUpstreamStrings pins every message of upstream_strings.go: each must
@@ -22,24 +24,10 @@ import (
 // provoked (upstreamLoggingChanged is provoked by TestApplyLoggingSettings,
 // which applies logging, once per process).
 func TestUpstreamStrings(t *testing.T) {
-	// literal is upstream's string literal, as it stands in file; it must
-	// contain the constant.
-	sources := []struct {
-		name, text, file, literal string
-	}{
-		{"upstreamMinCompatibilityInvalid", upstreamMinCompatibilityInvalid, "compatibility/version.go", `"minCompatibilityVersion version %s is not between [%s, %s]"`},
-		{"upstreamLoggingChanged", upstreamLoggingChanged, "logs/api/v1/options.go", `"the logging configuration should not be changed after setting it once (- old setting, + new setting):\n%s"`},
-	}
-	dir := moduleDir(t, "k8s.io/component-base")
-	for _, s := range sources {
-		path := filepath.Join(dir, s.file)
-		src, err := os.ReadFile(path)
-		if !assert.NoError(t, err, "%s: its upstream file", s.name) {
-			continue
-		}
-		assert.Contains(t, s.literal, s.text, "%s: the constant is part of upstream's literal", s.name)
-		assert.True(t, strings.Contains(string(src), s.literal), "%s: %s is no longer in %s", s.name, s.literal, path)
-	}
+	scopingtest.CheckUpstreamStrings(t, func(mod string) string { return moduleDir(t, mod) },
+		scopingtest.UpstreamString{Name: "upstreamMinCompatibilityInvalid", Text: scoping.UpstreamMinCompatibilityInvalid, Module: "k8s.io/component-base", File: "compatibility/version.go", Literal: `"minCompatibilityVersion version %s is not between [%s, %s]"`},
+		scopingtest.UpstreamString{Name: "upstreamLoggingChanged", Text: scoping.UpstreamLoggingChanged, Module: "k8s.io/component-base", File: "logs/api/v1/options.go", Literal: `"the logging configuration should not be changed after setting it once (- old setting, + new setting):\n%s"`},
+	)
 
 	t.Run("provoked", func(t *testing.T) {
 		ev := basecompat.NewEffectiveVersionFromString("1.34", "", "")
@@ -47,7 +35,7 @@ func TestUpstreamStrings(t *testing.T) {
 		ev.SetMinCompatibilityVersion(version.MajorMinor(1, 34))
 		errs := ev.Validate()
 		require.NotEmpty(t, errs, "min-compatibility above emulation")
-		assert.True(t, strings.HasPrefix(errs[0].Error(), upstreamMinCompatibilityInvalid), "%q begins with %q", errs[0], upstreamMinCompatibilityInvalid)
+		assert.True(t, strings.HasPrefix(errs[0].Error(), scoping.UpstreamMinCompatibilityInvalid), "%q begins with %q", errs[0], scoping.UpstreamMinCompatibilityInvalid)
 	})
 }
 
