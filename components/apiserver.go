@@ -3,7 +3,6 @@ package components
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -13,19 +12,21 @@ import (
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	kasapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	kasopts "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/capabilities"
 
 	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/components/internal/guard"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // APIServerName is the component name of the kube-apiserver adapter.
-const APIServerName = "kube-apiserver"
+const APIServerName = names.APIServer
 
 // APIServer runs the real kube-apiserver of k8s.io/kubernetes as a harness
 // component. It takes exactly kube-apiserver's flags. Create it with
@@ -94,11 +95,11 @@ func (a *APIServer) Run(ctx context.Context) error {
 func (a *APIServer) serve(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	// What upstream's app.Run would otherwise do without release.
-	informerName, err := cache.NewInformerName("kube-apiserver")
+	informerName, release, err := a.takeInformerName("")
 	if err != nil {
-		return fmt.Errorf("kube-apiserver: %w", err)
+		return err
 	}
-	defer informerName.Release()
+	defer release()
 	setAPIServerInformerName(a.opts, informerName)
 
 	completed, err := a.opts.Complete(ctx)
@@ -113,44 +114,41 @@ func (a *APIServer) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fence := newRequestFence(stopGrace, true)
-	defer fence.markStopped(APIServerName, "returned")
-	fence.wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
-	inFlight := newRequestFence(servedGrace, false)
-	defer inFlight.markStopped(APIServerName, "returned")
+	loopbackFence := fence.New(stopGrace, true)
+	defer loopbackFence.MarkStopped(APIServerName, "returned")
+	loopbackFence.Wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
+	inFlight := fence.New(servedGrace, false)
+	defer inFlight.MarkStopped(APIServerName, "returned")
 	if agg := cfg.Aggregator; agg != nil && agg.GenericConfig != nil { // the server chain's outermost: it serves every request
 		build := agg.GenericConfig.BuildHandlerChainFunc
 		agg.GenericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-			return build(inFlight.handler(apiHandler), c)
+			return build(inFlight.Handler(apiHandler), c)
 		}
 	}
-	var reconcilerStorage []*fencedStorage
+	// The reconcilers' etcd calls, guarded (package internal/guard).
+	var guards []*guard.Guard
 	if r := cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler; r != nil {
-		fr := newFencedPeerReconciler(r, fence.stopped, stopGrace)
-		cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler = fr
-		reconcilerStorage = append(reconcilerStorage, fr.storage)
+		gr := guard.NewPeerReconciler(r, loopbackFence.Stopped(), stopGrace)
+		cfg.KubeAPIs.ControlPlane.PeerEndpointLeaseReconciler = gr
+		guards = append(guards, gr.Guard())
 	}
 	defer func() {
-		for _, s := range reconcilerStorage {
-			if !s.wait(stopGrace) {
+		for _, g := range guards {
+			if !g.Wait(stopGrace) {
 				logger.Info("A reconciler's etcd client is still closing; left to finish on its own", "after", stopGrace)
 			}
 		}
 	}()
-	closeListener := func() {
-		if ss := cfg.KubeAPIs.ControlPlane.Generic.SecureServing; ss != nil && ss.Listener != nil {
-			_ = ss.Listener.Close()
-		}
-	}
+	closeListener := func() { closeUnusedListener(cfg.KubeAPIs.ControlPlane.Generic.SecureServing) }
 	cc, err := cfg.Complete()
 	if err != nil {
 		closeListener()
 		return err
 	}
 	if r := cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler; r != nil { // made by Complete
-		fr := newFencedEndpointReconciler(r, fence.stopped, stopGrace)
-		cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler = fr
-		reconcilerStorage = append(reconcilerStorage, fr.storage)
+		gr := guard.NewEndpointReconciler(r, loopbackFence.Stopped(), stopGrace)
+		cfg.KubeAPIs.Extra.EndpointReconcilerConfig.Reconciler = gr
+		guards = append(guards, gr.Guard())
 	}
 	srv, err := kasapp.CreateServerChain(cc)
 	if err != nil {
@@ -200,8 +198,8 @@ func (a *APIServer) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	fence.markStopped(APIServerName, "was asked to stop")
-	inFlight.markStopped(APIServerName, "was asked to stop")
+	loopbackFence.MarkStopped(APIServerName, "was asked to stop")
+	inFlight.MarkStopped(APIServerName, "was asked to stop")
 	cancelSrv()
 	return <-served
 }
@@ -235,7 +233,8 @@ func (a *APIServer) Ready(ctx context.Context) error { return a.lifecycle.Ready(
 
 // LoopbackClientConfig returns a copy of the server's loopback client
 // configuration (privileged; loopback only), or nil before Run built the
-// server. Its requests are fenced as the server's own (fence.go): once the
+// server. Its requests are fenced as the server's own (package
+// internal/fence): once the
 // server was asked to stop, each gets a second to answer, and a second
 // after the stop they fail at once — a client of a stopped apiserver gets
 // a new configuration from the instance that replaced it.

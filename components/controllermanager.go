@@ -5,40 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmconfig "k8s.io/kubernetes/cmd/kube-controller-manager/app/config"
 	kcmopts "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 
+	"github.com/kubeharness/kubeharness/components/internal/election"
+	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // ControllerManagerName is the component name of the
 // kube-controller-manager adapter.
-const ControllerManagerName = "kube-controller-manager"
+const ControllerManagerName = names.ControllerManager
 
 // controllerShutdownTimeout is the adapter's default of
 // --controller-shutdown-timeout (upstream: 10 s), how long upstream's Run
 // waits for its controllers after the stop before it returns without them.
 // In one process every second of it delays the apiserver's stop, and with
 // the datastore gone a controller can be held up past the fence
-// (fence.go): kube-controller-manager's per-controller credentials retry a
+// (package internal/fence): kube-controller-manager's per-controller credentials retry a
 // failed token request for 3.5 s, sleeping, whatever its context says.
 const controllerShutdownTimeout = 2 * time.Second
 
 // kcmInformerName is the client-go informer name upstream's
 // CreateControllerContext registers (process-wide; see Run).
-const kcmInformerName = "kube-controller-manager"
+const kcmInformerName = names.ControllerManager
 
 // ControllerManager runs the real kube-controller-manager of
 // k8s.io/kubernetes as a harness component. It takes exactly
@@ -60,7 +63,7 @@ type ControllerManager struct {
 
 // NewControllerManager returns a kube-controller-manager component.
 func NewControllerManager() *ControllerManager {
-	return &ControllerManager{lifecycle: newLifecycle(ControllerManagerName, newElector(ControllerManagerName))}
+	return &ControllerManager{lifecycle: newLifecycle(ControllerManagerName, election.New(ControllerManagerName))}
 }
 
 // WithRESTConfig makes the controller-manager connect to the apiserver with
@@ -104,7 +107,7 @@ func (m *ControllerManager) Name() string { return ControllerManagerName }
 // (see Run), for harness.Restart and Harness.Recover.
 func (m *ControllerManager) Renew() harness.Component {
 	n := NewControllerManager().WithRESTConfig(m.restConfig)
-	n.elector = m.elector.successor()
+	n.elector = m.elector.Successor()
 	return n
 }
 
@@ -133,7 +136,7 @@ func (m *ControllerManager) AddFlags(s *scoping.Scope) error {
 
 // LeaderElection returns the leader-election configuration the user gave
 // (zero before Run got that far).
-func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.getSettings() }
+func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.Settings() }
 
 // Run builds the controller-manager's configuration (options.Config) and
 // runs it (app.Run) until ctx is cancelled, then returns nil once every
@@ -165,7 +168,7 @@ func (m *ControllerManager) LeaderElection() LeaderElection { return m.elector.g
 // was built. Run removes that registration when upstream's Run returned,
 // whichever way, so that the process can start a controller-manager again
 // after this one stopped or failed; two at the same time are refused (see
-// the package documentation, "Informer names").
+// docs/components.md, "Informer names").
 //
 // Config binds the secure port and starts an event broadcaster before
 // leader election is set up; Run closes both on every path on which
@@ -190,60 +193,38 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	// later controller-manager in this process can start. A second
 	// controller-manager while one runs finds the name taken (client-go's
 	// registry is the process-wide record; the adapter keeps none of its own).
-	informerName, err := cache.NewInformerName(kcmInformerName)
+	_, release, err := m.takeInformerName(" (another controller-manager runs in this process, or something else registered the informer name " + strconv.Quote(kcmInformerName) + " upstream's CreateControllerContext needs: one at a time)")
 	if err != nil {
-		return fmt.Errorf("kube-controller-manager: %w (another controller-manager runs in this process, or something else registered the informer name "+strconv.Quote(kcmInformerName)+" upstream's CreateControllerContext needs: one at a time)", err)
+		return err
 	}
-	informerName.Release()       // upstream registers its own
-	defer informerName.Release() // and this removes it again, once upstream's Run returned
+	release()       // upstream registers its own
+	defer release() // and this removes it again, once upstream's Run returned
 
-	le := leaderElectionFrom(m.opts.Generic.LeaderElection)
+	le := election.From(m.opts.Generic.LeaderElection)
 	if f := m.nfs.FlagSet("generic").Lookup("enable-leader-migration"); le.Enabled && f != nil && f.Value.String() == "true" {
 		return errors.New("kube-controller-manager: --enable-leader-migration is not supported in a single binary (the adapter runs leader election itself)")
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	fence := newRequestFence(stopGrace, false)
-	defer fence.markStopped(ControllerManagerName, "returned")
-	defer fence.stopWhen(ctx, ControllerManagerName)()
-	fence.wrapDelegatedAuth(m.opts.Authentication, m.opts.Authorization)
-	c, leaseConfig, err := m.config(ctx, fence)
+	clients, unfence := m.clientFence(ctx, m.opts.Authentication, m.opts.Authorization)
+	defer unfence()
+	c, leaseConfig, err := m.config(ctx, clients)
 	if err != nil {
 		return err
 	}
 	cc := c.Complete()
-	// Config bound the secure port and started an event broadcaster; both
-	// are upstream's Run's to close once it was called (it serves the port
-	// until its context ends and shuts the broadcaster down). On every
-	// path that does not get there — a leader-election setup error, a
-	// standby that never led, a stop before the lease — they are closed
-	// here.
-	var ran bool
-	defer func() {
-		if !ran {
-			closeUnserved(c)
-		}
-	}()
-
-	var lease *leaderelection.LeaderElectionConfig
-	if le.Enabled {
-		if lease, err = le.lease(ControllerManagerName, leaseConfig); err != nil {
-			return err
-		}
-	}
-	m.elector.setSettings(le)
-	ran, err = m.runElected(ctx, lease, upstreamRun{
+	return m.runElected(ctx, upstreamRun{
 		run: func(ctx context.Context) error {
 			// Once the lease is lost, each request of the controllers
-			// gets stopGrace (fence.go), so that a worker blocked on an
-			// apiserver without its datastore lets upstream's Run return
-			// — but only once upstream has built its controllers: two of
-			// its constructors exit the process when a request fails
-			// (package documentation, "Stopping, or losing a lease, with
-			// the datastore gone"). Until then a lost lease lets the
-			// build's requests wait for the datastore (at most the
-			// apiserver's request timeout, as upstream); a stop (the
-			// fence's other stopWhen, above) does not wait.
+			// gets stopGrace (package internal/fence), so that a worker
+			// blocked on an apiserver without its datastore lets
+			// upstream's Run return — but only once upstream has built
+			// its controllers: two of its constructors exit the process
+			// when a request fails (docs/components.md, "Stopping, or
+			// losing a lease, with the datastore gone"). Until then a
+			// lost lease lets the build's requests wait for the datastore
+			// (at most the apiserver's request timeout, as upstream); a
+			// stop (clientFence's StopWhen) does not wait.
 			built := make(chan struct{})
 			probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
 			var probing sync.WaitGroup
@@ -253,32 +234,36 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 				}
 			})
 			defer func() { stopProbe(); probing.Wait() }()
-			defer fence.stopAfter(ctx, ControllerManagerName, built)()
-			err := kcmapp.Run(ctx, cc)
-			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamKCMShutdownTimeout) {
-				// Upstream logged which ("Controller shutdown timeout
-				// reached" runningControllers=[…]); their requests fail
-				// from now on (the fence), so they return soon.
-				klog.FromContext(ctx).Info("Controllers still running at --controller-shutdown-timeout are left to return on their own", "timeout", cc.ControllerShutdownTimeout)
-				return nil
-			}
-			if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), upstreamKCMAPIServerUnhealthy) {
-				return fmt.Errorf("kube-controller-manager: %w: %w", ErrAPIServerUnhealthy, err)
-			}
-			return err
+			defer clients.StopAfter(ctx, ControllerManagerName, built)()
+			return kcmapp.Run(ctx, cc)
 		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)
 		// or, with no secure port, as soon as it runs.
-		ready:       func(ctx context.Context) error { return waitHealthz(ctx, cc.SecureServing) },
+		ready:       func(ctx context.Context) error { return probe.WaitHealthz(ctx, cc.SecureServing) },
 		configz:     kcmapp.ConfigzName,
+		election:    le,
+		kubeconfig:  leaseConfig,
 		events:      leaseConfig,
 		eventSource: kcmopts.KubeControllerManagerUserAgent,
+		// Config bound the secure port and started an event broadcaster;
+		// both are upstream's Run's to close once it was called (it serves
+		// the port until its context ends and shuts the broadcaster down).
+		unserved: func() { closeUnserved(c) },
+		stopMessages: []upstreamMessage{{
+			text: upstreamKCMShutdownTimeout,
+			// Upstream logged which ("Controller shutdown timeout
+			// reached" runningControllers=[…]); their requests fail from
+			// now on (the fence), so they return soon.
+			note: func(logger klog.Logger) {
+				logger.Info("Controllers still running at --controller-shutdown-timeout are left to return on their own", "timeout", cc.ControllerShutdownTimeout)
+			},
+		}},
+		failMessages: []upstreamMessage{{text: upstreamKCMAPIServerUnhealthy, cause: ErrAPIServerUnhealthy}},
 	})
-	return err
 }
 
 // config is upstream's options.Config, with the client connection made from
-// the rest.Config WithRESTConfig gave, if any, and fenced (fence). Upstream
+// the rest.Config WithRESTConfig gave, if any, and fenced (clients). Upstream
 // builds its client configuration from --master and --kubeconfig in Config
 // (with clientcmd.BuildConfigFromFlags); with a rest.Config, the adapter
 // gives it --master = the rest.Config's host and no kubeconfig, so that it
@@ -289,7 +274,7 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 // Config.Client: the only two app.Run builds every other client from) with
 // fenced ones. It also returns an unfenced copy for the lease, whose
 // release after the stop the elector bounds itself.
-func (m *ControllerManager) config(ctx context.Context, fence *requestFence) (*kcmconfig.Config, *rest.Config, error) {
+func (m *ControllerManager) config(ctx context.Context, clients *fence.Fence) (*kcmconfig.Config, *rest.Config, error) {
 	if m.restConfig != nil {
 		if m.restConfig.Host == "" {
 			return nil, nil, errors.New("kube-controller-manager: the rest.Config given with WithRESTConfig has no Host")
@@ -313,7 +298,7 @@ func (m *ControllerManager) config(ctx context.Context, fence *requestFence) (*k
 	// every controller's client replaces it with its own.
 	rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent)
 	leaseConfig := rest.CopyConfig(kubeconfig)
-	fence.wrap(kubeconfig)
+	clients.Wrap(kubeconfig)
 	client, err := clientset.NewForConfig(kubeconfig)
 	if err != nil {
 		closeUnserved(c)
@@ -326,9 +311,7 @@ func (m *ControllerManager) config(ctx context.Context, fence *requestFence) (*k
 // closeUnserved closes the secure port and the event broadcaster Config
 // made, for when upstream's Run, which owns them once called, is not called.
 func closeUnserved(c *kcmconfig.Config) {
-	if c.SecureServing != nil && c.SecureServing.Listener != nil {
-		_ = c.SecureServing.Listener.Close()
-	}
+	closeUnusedListener(c.SecureServing)
 	if c.EventBroadcaster != nil {
 		c.EventBroadcaster.Shutdown()
 	}
@@ -338,3 +321,26 @@ func closeUnserved(c *kcmconfig.Config) {
 // election) and its /healthz answers ok; or until it is a standby — another
 // instance holds the lease — which counts as ready too.
 func (m *ControllerManager) Ready(ctx context.Context) error { return m.lifecycle.Ready(ctx) }
+
+// waitControllersBuilt waits until kube-controller-manager has built its
+// controllers: upstream's BuildControllers registers a /healthz check per
+// controller it built, all at once after the last one, so the first
+// verbose /healthz that lists a check named after one of known (upstream's
+// KnownControllers) says the building is over. It polls every 250 ms until
+// then (nil) or until ctx ends (its error). With no secure serving there
+// is nothing to ask, and nothing to wait for: nil at once, as
+// probe.WaitHealthz.
+func waitControllersBuilt(ctx context.Context, serving *genericapiserver.SecureServingInfo, known []string) error {
+	if serving == nil {
+		return nil
+	}
+	checks := make(map[string]bool, len(known))
+	for _, n := range known {
+		checks[n] = true
+	}
+	p := probe.New(serving)
+	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, body, err := p.Fetch(ctx, "/healthz?verbose", 1<<16)
+		return err == nil && listsCheck(string(body), checks), nil
+	})
+}

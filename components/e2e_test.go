@@ -16,10 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -162,8 +159,8 @@ func scenarioDeploy(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	done := startHarness(t, ctx, cp.h, 2*time.Minute)
-	result("start_to_ready", time.Since(start).Round(time.Millisecond))
-	result("process_to_ready", time.Since(processStart).Round(time.Millisecond))
+	testenv.ChildResult("start_to_ready", time.Since(start).Round(time.Millisecond))
+	testenv.ChildResult("process_to_ready", time.Since(processStart).Round(time.Millisecond))
 
 	client, _ := adminClient(t, env)
 	sv, err := client.Discovery().ServerVersion()
@@ -172,14 +169,14 @@ func scenarioDeploy(t *testing.T) {
 	assert.True(t, cp.scheduler.LeaderElection().Enabled, "the scheduler runs its own elector (upstream's default --leader-elect=true)")
 	assert.True(t, cp.kcm.LeaderElection().Enabled, "the controller-manager runs its own elector")
 
-	createNode(t, client, "node-1")
-	createDeployment(t, client, "default", "web", 3)
-	waitBound(t, client, "default", "app=web", 3, "node-1", 60*time.Second)
-	result("start_to_bound", time.Since(start).Round(time.Millisecond))
+	require.NoError(t, testenv.CreateReadyNode(context.Background(), client, "node-1"))
+	require.NoError(t, testenv.CreateDeployment(context.Background(), client, "web", 3))
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=web", 3, "node-1", 60*time.Second))
+	testenv.ChildResult("start_to_bound", time.Since(start).Round(time.Millisecond))
 
 	stopStart := time.Now()
 	err = stopHarness(t, cancel, done, 2*time.Minute)
-	result("stop", time.Since(stopStart).Round(time.Millisecond))
+	testenv.ChildResult("stop", time.Since(stopStart).Round(time.Millisecond))
 	require.NoError(t, err, "a clean stop")
 	for _, c := range cp.h.Status().Components {
 		assert.Equal(t, harness.Stopped, c.State, "%s: %s", c.Name, c.Error)
@@ -195,7 +192,7 @@ func scenarioDeploy(t *testing.T) {
 
 	env.Close()
 	fmt.Println("after stop: the process is alive")
-	result("leak_settle", verifyNoLeaks(t, baseline, 30*time.Second).Round(time.Millisecond))
+	testenv.ChildResult("leak_settle", verifyNoLeaks(t, baseline, 30*time.Second).Round(time.Millisecond))
 }
 
 func scenarioThreeGates(t *testing.T) {
@@ -241,7 +238,7 @@ func scenarioThreeGates(t *testing.T) {
 		line := fmt.Sprintf(`kubernetes_feature_enabled{name="%s",stage="ALPHA"} 1`, g)
 		assert.Contains(t, string(raw), line)
 		if strings.Contains(string(raw), line) {
-			result("metric_"+g, "1")
+			testenv.ChildResult("metric_"+g, "1")
 		}
 	}
 
@@ -269,7 +266,7 @@ func scenarioConflict(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err = cp.h.Run(ctx)
-	result("fail_after", time.Since(start).Round(time.Millisecond))
+	testenv.ChildResult("fail_after", time.Since(start).Round(time.Millisecond))
 	require.Error(t, err)
 	t.Logf("the harness said:\n%v", err)
 	var pe *harness.PhaseError
@@ -292,7 +289,7 @@ func scenarioConflict(t *testing.T) {
 	n, err := env.Etcd.KeyCount(ctx, "/registry")
 	require.NoError(t, err)
 	assert.Zero(t, n, "no keys under /registry")
-	result("registry_keys", n)
+	testenv.ChildResult("registry_keys", n)
 	assert.False(t, utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(apiserverGate)), "the process gate was not touched")
 }
 
@@ -326,7 +323,7 @@ func scenarioLeaseLost(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the harness did not stop within a minute of the lease being taken")
 	}
-	result("lease_lost_to_harness_stopped", time.Since(stolen).Round(time.Millisecond))
+	testenv.ChildResult("lease_lost_to_harness_stopped", time.Since(stolen).Round(time.Millisecond))
 	require.Error(t, err)
 	t.Logf("the harness said: %v", err)
 	require.ErrorIs(t, err, components.ErrLeaseLost)
@@ -343,69 +340,6 @@ func scenarioLeaseLost(t *testing.T) {
 	env.Close()
 	fmt.Println("after the lost lease: the process is alive")
 	verifyNoLeaks(t, baseline, 30*time.Second)
-}
-
-func createNode(t *testing.T, client kubernetes.Interface, name string) {
-	t.Helper()
-	ctx := context.Background()
-	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("4"),
-		corev1.ResourceMemory: resource.MustParse("8Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	now := metav1.Now()
-	node.Status = corev1.NodeStatus{
-		Capacity:    res,
-		Allocatable: res,
-		Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: now, LastTransitionTime: now,
-		}},
-	}
-	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
-}
-
-func createDeployment(t *testing.T, client kubernetes.Interface, ns, name string, replicas int32) {
-	t.Helper()
-	labels := map[string]string{"app": name}
-	_, err := client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-}
-
-// waitBound waits until at least want Pods match selector and every one of
-// them is bound: to node, or to any node when node is "".
-func waitBound(t *testing.T, client kubernetes.Interface, ns, selector string, want int, node string, timeout time.Duration) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		bound := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName != "" && (node == "" || p.Spec.NodeName == node) {
-				bound++
-			}
-		}
-		last = fmt.Sprintf("%d pods, %d bound (node %q)", len(pods.Items), bound, node)
-		return len(pods.Items) >= want && bound == len(pods.Items), nil
-	})
-	require.NoError(t, err, "Pods %s not bound within %s: %s", selector, timeout, last)
 }
 
 // leaseObserver is a component the harness stops after the scheduler and
@@ -471,14 +405,14 @@ func scenarioStopEarly(t *testing.T) {
 		return true, nil
 	}))
 	state := h.Status().Components[0].State
-	result("state_at_cancel", state)
+	testenv.ChildResult("state_at_cancel", state)
 	require.Equal(t, harness.Starting, state, "cancelled before the apiserver was ready (its Ready is held)")
 	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err)
 	// Whether the server's own readiness had come before the cancel depends
 	// on how long its post-start hooks took: reported, not asserted.
 	waited := rec.saw(apiserverWaitedMsg)
-	result("adapter_waited_for_readiness", waited)
+	testenv.ChildResult("adapter_waited_for_readiness", waited)
 	t.Logf("the adapter waited for the server's readiness before stopping it: %v", waited)
 	env.Close()
 	fmt.Println("after an early stop: the process is alive")

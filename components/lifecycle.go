@@ -3,22 +3,48 @@ package components
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	apiserveroptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/component-base/configz"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/components/internal/election"
+	"github.com/kubeharness/kubeharness/components/internal/fence"
 )
 
+// stopGrace is how long each of a component's API requests may take once
+// the component was asked to stop (or lost its lease) before its fence
+// (package internal/fence) ends it, and how long each of kube-apiserver's
+// reconciler writes may take then (package internal/guard). With the
+// datastore answering, those requests and clean-ups take milliseconds;
+// with it gone, they would wait for upstream's own bounds: a request
+// timeout of 60 s, a token request with no context at all.
+const stopGrace = time.Second
+
+// servedGrace is how long each request kube-apiserver serves may still
+// take once it was asked to stop (fence.Fence.Handler): longer than
+// stopGrace, so that a client's request that answers in a few seconds with
+// the datastore answering still does, and short enough that the
+// apiserver's stop, which waits for every request in flight, fits its
+// stop timeout (8 s in k3s-like) with the datastore gone.
+const servedGrace = 3 * time.Second
+
 // lifecycle is what the three adapters share around their upstream wiring:
-// a value runs once (run), reports readiness once (markReady, Ready), and,
-// for the scheduler and the controller-manager, runs upstream's Run only
-// while it holds its lease (runElected). Each adapter embeds one, made by
-// newLifecycle.
+// a value runs once (run), takes its informer name (takeInformerName),
+// fences its clients (clientFence), reports readiness once (markReady,
+// Ready), and, for the scheduler and the controller-manager, runs
+// upstream's Run only while it holds its lease (runElected). Each adapter
+// embeds one, made by newLifecycle.
 type lifecycle struct {
 	name    string
-	elector *elector // nil: the component has no leader election
+	elector *election.Elector // nil: the component has no leader election
 
 	ready     chan struct{} // closed by markReady
 	readyOnce sync.Once
@@ -29,7 +55,7 @@ type lifecycle struct {
 
 // newLifecycle returns the lifecycle of the component name; e is its
 // elector, or nil.
-func newLifecycle(name string, e *elector) *lifecycle {
+func newLifecycle(name string, e *election.Elector) *lifecycle {
 	return &lifecycle{name: name, elector: e, ready: make(chan struct{})}
 }
 
@@ -59,7 +85,7 @@ func (l *lifecycle) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
 func (l *lifecycle) Ready(ctx context.Context) error {
 	var standby <-chan struct{} // nil: never
 	if l.elector != nil {
-		standby = l.elector.standby
+		standby = l.elector.Standby()
 	}
 	select {
 	case <-l.ready:
@@ -71,6 +97,40 @@ func (l *lifecycle) Ready(ctx context.Context) error {
 	}
 }
 
+// takeInformerName registers the component's client-go informer name,
+// which is process-wide (cache.NewInformerName), and returns it with its
+// release. The error names the component, then hint.
+func (l *lifecycle) takeInformerName(hint string) (*cache.InformerName, func(), error) {
+	n, err := cache.NewInformerName(l.name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w%s", l.name, err, hint)
+	}
+	return n, n.Release, nil
+}
+
+// clientFence returns the fence (stopGrace) of a component's clients,
+// marked stopped when ctx ends, with upstream's delegated-authentication
+// and -authorization clients already fenced: the scheduler's and
+// controller-manager's Config read the extension-apiserver-authentication
+// ConfigMap through them with context.TODO(). Call done when Run's body
+// returns.
+func (l *lifecycle) clientFence(ctx context.Context, authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) (f *fence.Fence, done func()) {
+	f = fence.New(stopGrace, false)
+	unhook := f.StopWhen(ctx, l.name)
+	f.WrapDelegatedAuth(authn, authz)
+	return f, func() {
+		unhook()
+		f.MarkStopped(l.name, "returned")
+	}
+}
+
+// upstreamSays reports whether err is upstream's error with message msg
+// (one of upstream_strings.go): upstream returns those as plain strings,
+// with no sentinel or type to match instead.
+func upstreamSays(err error, msg string) bool {
+	return err != nil && strings.Contains(err.Error(), msg)
+}
+
 // upstreamRun is an upstream component's Run, for runElected.
 type upstreamRun struct {
 	// run is upstream's Run; it returns when its context ends.
@@ -79,21 +139,54 @@ type upstreamRun struct {
 	ready func(ctx context.Context) error
 	// configz is the configz name upstream's Run registers and never deletes.
 	configz string
+	// election is the leader election the adapter resolved; with it
+	// enabled, the lease's lock uses kubeconfig (see election.Settings.Lease).
+	election   election.Settings
+	kubeconfig *rest.Config
 	// events and eventSource record the lease's events (see
-	// recordLeaderEvents): a client configuration, and the source.
+	// election.RecordEvents): a client configuration, and the source.
 	events      *rest.Config
 	eventSource string
+	// unserved closes what upstream's Run owns once called (a bound secure
+	// port, an event broadcaster), for when it is not called: a
+	// leader-election set-up error, a standby that never led, a stop
+	// before the lease. nil: nothing.
+	unserved func()
+	// stopMessages are upstream's errors (upstream_strings.go) that mean a
+	// clean stop when run returns them after its context ended; for each,
+	// note, if set, is logged then.
+	stopMessages []upstreamMessage
+	// failMessages are upstream's errors that, returned before the stop,
+	// are wrapped with cause.
+	failMessages []upstreamMessage
 }
 
-// runElected runs u.run while the component holds lease — through the
-// lifecycle's elector (see elector.run) — or at once if lease is nil
-// (leader election off), and reports whether u.run was called. While u.run
-// runs, the component is marked ready once u.ready returned nil. When u.run
+// upstreamMessage is one of upstream's error messages and what runElected
+// makes of it (upstreamRun).
+type upstreamMessage struct {
+	text  string
+	note  func(klog.Logger) // stopMessages: logged when matched
+	cause error             // failMessages: wrapped when matched
+}
+
+// runElected runs u.run while the component holds its lease — through the
+// lifecycle's elector (see election.Elector.Run), with the lease built
+// from u.election the one way both elected adapters take theirs — or at
+// once if leader election is off. It records u.election in the elector,
+// for the adapters' LeaderElection methods. While u.run runs, the
+// component is marked ready once u.ready returned nil. When u.run
 // returned, u.configz is deleted, so that a later start can register it
-// again. A u.run that returns nil before its context ended is an error; an
-// error it returns after its context ended is logged, not returned (the
-// stop interrupted its start-up).
-func (l *lifecycle) runElected(ctx context.Context, lease *leaderelection.LeaderElectionConfig, u upstreamRun) (ran bool, err error) {
+// again; if u.run was never called, u.unserved is. A u.run that returns
+// nil before its context ended is an error; an error it returns after its
+// context ended is logged, not returned (the stop interrupted its
+// start-up), or, if it is one of u.stopMessages, that message's note.
+func (l *lifecycle) runElected(ctx context.Context, u upstreamRun) error {
+	ran := false
+	defer func() {
+		if !ran && u.unserved != nil {
+			u.unserved()
+		}
+	}()
 	work := func(wctx context.Context) error {
 		ran = true
 		defer configz.Delete(u.configz)
@@ -104,27 +197,62 @@ func (l *lifecycle) runElected(ctx context.Context, lease *leaderelection.Leader
 				l.markReady()
 			}
 		}()
-		err := u.run(wctx)
-		switch {
-		case err == nil && wctx.Err() == nil:
-			err = fmt.Errorf("%s: Run returned before it was asked to stop", l.name)
-		case err != nil && wctx.Err() != nil:
-			// Asked to stop while it was still starting: upstream's start-up
-			// returns whatever its cancelled waits say (kube-controller-
-			// manager's node IPAM: "failed to list all nodes in 10m0s,
-			// cannot proceed without updating CIDR map"). That is the stop
-			// that was asked for, not the component failing.
-			klog.FromContext(wctx).Info("Stopped while starting", "err", err)
-			err = nil
+		return l.upstreamResult(wctx, u, u.run(wctx))
+	}
+	le := u.election
+	var lease *leaderelection.LeaderElectionConfig
+	if le.Enabled {
+		var err error
+		if lease, err = le.Lease(l.name, u.kubeconfig); err != nil {
+			return err
 		}
-		return err
 	}
+	l.elector.SetSettings(le)
 	if lease == nil {
-		err = work(ctx)
-		return ran, err
+		return work(ctx)
 	}
-	stopEvents := recordLeaderEvents(ctx, lease.Lock, u.events, u.eventSource)
-	err = l.elector.run(ctx, *lease, work)
-	stopEvents()
-	return ran, err
+	stopEvents := election.RecordEvents(ctx, lease.Lock, u.events, u.eventSource)
+	defer stopEvents()
+	return l.elector.Run(ctx, *lease, work)
+}
+
+// upstreamResult is what runElected makes of err, upstream's Run's
+// return under wctx.
+func (l *lifecycle) upstreamResult(wctx context.Context, u upstreamRun, err error) error {
+	logger := klog.FromContext(wctx)
+	switch {
+	case err == nil && wctx.Err() == nil:
+		return fmt.Errorf("%s: Run returned before it was asked to stop", l.name)
+	case err != nil && wctx.Err() != nil:
+		for _, m := range u.stopMessages {
+			if upstreamSays(err, m.text) {
+				if m.note != nil {
+					m.note(logger)
+				}
+				return nil
+			}
+		}
+		// Asked to stop while it was still starting: upstream's start-up
+		// returns whatever its cancelled waits say (kube-controller-
+		// manager's node IPAM: "failed to list all nodes in 10m0s,
+		// cannot proceed without updating CIDR map"). That is the stop
+		// that was asked for, not the component failing.
+		logger.Info("Stopped while starting", "err", err)
+		return nil
+	case err != nil:
+		for _, m := range u.failMessages {
+			if upstreamSays(err, m.text) {
+				return fmt.Errorf("%s: %w: %w", l.name, m.cause, err)
+			}
+		}
+	}
+	return err
+}
+
+// closeUnusedListener closes the secure port upstream bound for a server
+// that was never served (serving nil: none).
+func closeUnusedListener(serving *genericapiserver.SecureServingInfo) {
+	if serving != nil && serving.Listener != nil {
+		_ = serving.Listener.Close()
+	}
 }

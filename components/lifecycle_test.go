@@ -9,7 +9,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/components/internal/election"
 )
 
 // TestLifecycleRun: the bookkeeping every adapter's Run shares.
@@ -51,15 +54,15 @@ func TestLifecycleRun(t *testing.T) {
 		assert.Equal(t, []any{"component", "c"}, kv)
 	})
 	t.Run("standby counts as ready", func(t *testing.T) {
-		e := newElector("c")
+		e := election.New("c")
 		l := newLifecycle("c", e)
-		e.observedOtherLeader()
+		e.ObservedOtherLeader()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		assert.NoError(t, l.Ready(ctx))
 	})
 	t.Run("ctx ends", func(t *testing.T) {
-		l := newLifecycle("c", newElector("c"))
+		l := newLifecycle("c", election.New("c"))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		defer cancel()
 		assert.ErrorIs(t, l.Ready(ctx), context.DeadlineExceeded)
@@ -70,10 +73,12 @@ func TestLifecycleRun(t *testing.T) {
 // upstream's Run at once, marks the component ready once its check passed,
 // and turns an early nil return into an error.
 func TestRunElectedWithoutLease(t *testing.T) {
-	l := newLifecycle("c", newElector("c"))
+	l := newLifecycle("c", election.New("c"))
 	ctx, cancel := context.WithCancel(context.Background())
-	ran, err := l.runElected(ctx, nil, upstreamRun{
+	ran := false
+	err := l.runElected(ctx, upstreamRun{
 		run: func(ctx context.Context) error {
+			ran = true
 			require.NoError(t, l.Ready(ctx))
 			cancel()
 			return nil
@@ -84,8 +89,9 @@ func TestRunElectedWithoutLease(t *testing.T) {
 	assert.True(t, ran)
 	assert.NoError(t, err, "nil after its context ended: a clean stop")
 
-	ran, err = newLifecycle("c", newElector("c")).runElected(context.Background(), nil, upstreamRun{
-		run:   func(context.Context) error { return nil },
+	ran = false
+	err = newLifecycle("c", election.New("c")).runElected(context.Background(), upstreamRun{
+		run:   func(context.Context) error { ran = true; return nil },
 		ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
 	})
 	assert.True(t, ran)
@@ -95,8 +101,10 @@ func TestRunElectedWithoutLease(t *testing.T) {
 	// (kube-controller-manager's node IPAM), not a failure; one before it
 	// is returned as it is.
 	ctx, cancel = context.WithCancel(context.Background())
-	ran, err = newLifecycle("c", newElector("c")).runElected(ctx, nil, upstreamRun{
+	ran = false
+	err = newLifecycle("c", election.New("c")).runElected(ctx, upstreamRun{
 		run: func(ctx context.Context) error {
+			ran = true
 			cancel()
 			return errors.New("failed to list all nodes in 10m0s, cannot proceed without updating CIDR map")
 		},
@@ -104,12 +112,49 @@ func TestRunElectedWithoutLease(t *testing.T) {
 	})
 	assert.True(t, ran)
 	assert.NoError(t, err)
-	ran, err = newLifecycle("c", newElector("c")).runElected(context.Background(), nil, upstreamRun{
-		run:   func(context.Context) error { return errors.New("error starting controllers") },
+	ran = false
+	err = newLifecycle("c", election.New("c")).runElected(context.Background(), upstreamRun{
+		run:   func(context.Context) error { ran = true; return errors.New("error starting controllers") },
 		ready: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
 	})
 	assert.True(t, ran)
 	assert.EqualError(t, err, "error starting controllers")
+}
+
+// TestRunElectedUpstreamMessages: upstream's messages an adapter names
+// are mapped once, here: a stop message after the stop is a clean stop
+// (its note logged), a failure message before it is wrapped with its
+// cause; unserved is called only when upstream's Run was not.
+func TestRunElectedUpstreamMessages(t *testing.T) {
+	cause := errors.New("the cause")
+	noted := false
+	ctx, cancel := context.WithCancel(context.Background())
+	unserved := 0
+	u := upstreamRun{
+		run: func(context.Context) error {
+			cancel()
+			return errors.New("x: " + upstreamSchedulerStopped)
+		},
+		ready:        func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+		unserved:     func() { unserved++ },
+		stopMessages: []upstreamMessage{{text: upstreamSchedulerStopped, note: func(klog.Logger) { noted = true }}},
+		failMessages: []upstreamMessage{{text: upstreamKCMAPIServerUnhealthy, cause: cause}},
+	}
+	require.NoError(t, newLifecycle("c", election.New("c")).runElected(ctx, u))
+	assert.True(t, noted)
+	assert.Zero(t, unserved, "upstream's Run was called")
+
+	u.run = func(context.Context) error { return errors.New(upstreamKCMAPIServerUnhealthy + ": timed out") }
+	err := newLifecycle("c", election.New("c")).runElected(context.Background(), u)
+	require.ErrorIs(t, err, cause)
+	assert.EqualError(t, err, "c: the cause: "+upstreamKCMAPIServerUnhealthy+": timed out")
+
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	u.election = LeaderElection{Enabled: true, ResourceLock: "no-such-lock"}
+	u.kubeconfig = &rest.Config{Host: "https://127.0.0.1:1"}
+	require.Error(t, newLifecycle("c", election.New("c")).runElected(stopped, u), "a lease that cannot be built")
+	assert.Equal(t, 1, unserved, "upstream's Run was not called")
 }
 
 // valuesSink records the values its loggers were given, and logs nothing.

@@ -1,12 +1,8 @@
 package components_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -26,29 +23,18 @@ import (
 var processStart = time.Now()
 
 // Each control-plane scenario runs in its own process: the test binary
-// re-executes itself with childEnv naming the scenario, and TestChild runs
-// it. Upstream leaves process-wide state behind after a stop (the SIGUSR2
-// handler, the klog flush daemon, metrics; see doc.go for what the adapters
-// undo), so each scenario starts from a pristine process; the scenario of
-// TestThreeStartsInOneProcess then starts the control plane three times in
-// its one process.
-const childEnv = "KUBEHARNESS_TEST_CHILD"
-
-// Lines a child prints for its parent: results and the end marker. The
-// marker is printed after the scenario returned, as the very last thing:
-// a child whose process was exited by upstream (os.Exit(0) included) never
-// prints it.
-const (
-	resultPrefix = "KUBEHARNESS-RESULT "
-	doneMarker   = "KUBEHARNESS-CHILD-DONE"
-)
-
+// re-executes itself (testenv.RunChild) with the scenario's name, and
+// TestChild runs it. Upstream leaves process-wide state behind after a stop
+// (the SIGUSR2 handler, the klog flush daemon, metrics; see
+// docs/components.md for what the adapters undo), so each scenario starts
+// from a pristine process; the scenario of TestThreeStartsInOneProcess then
+// starts the control plane three times in its one process.
 var scenarios = map[string]func(t *testing.T){}
 
-// TestChild runs the scenario named by KUBEHARNESS_TEST_CHILD; it is
-// skipped unless a parent test started this process for it.
+// TestChild runs the scenario named by testenv.ChildEnv; it is skipped
+// unless a parent test started this process for it.
 func TestChild(t *testing.T) {
-	name := os.Getenv(childEnv)
+	name := testenv.ChildScenario()
 	if name == "" {
 		t.Skip("runs only in a child process started by another test")
 	}
@@ -58,12 +44,9 @@ func TestChild(t *testing.T) {
 	}
 	run(t)
 	if !t.Failed() {
-		fmt.Println(doneMarker)
+		testenv.ChildDone()
 	}
 }
-
-// result prints one key=value result for the parent.
-func result(key string, v any) { fmt.Printf("%s%s=%v\n", resultPrefix, key, v) }
 
 // childResult is what a parent learned from a child.
 type childResult struct {
@@ -77,40 +60,19 @@ type childResult struct {
 func runChild(t *testing.T, scenario string) childResult {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), scenario+".log")
-	logFile, err := os.Create(logPath)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	run, err := testenv.RunChild(ctx, scenario, logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChild$", "-test.v", "-test.count=1", "-test.timeout=4m")
-	cmd.Env = append(os.Environ(), childEnv+"="+scenario)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	start := time.Now()
-	runErr := cmd.Run()
-	wall := time.Since(start)
-	out, _ := os.ReadFile(logPath)
-	res := childResult{Results: map[string]string{}, Wall: wall, Log: logPath}
-	done := false
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := sc.Text()
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, resultPrefix), "="); ok && strings.HasPrefix(line, resultPrefix) {
-			res.Results[k] = v
-		}
-		if line == doneMarker {
-			done = true
-		}
-	}
-	if runErr != nil || !done {
-		t.Errorf("child %s: err=%v, end marker printed=%v; log %s; its last lines:\n%s", scenario, runErr, done, logPath, tail(out, 80))
+	if run.Err != nil || !run.Done {
+		t.Errorf("child %s: err=%v, end marker printed=%v; log %s; its last lines:\n%s", scenario, run.Err, run.Done, logPath, testenv.Tail(run.Output, 80))
 		keepLog(t, logPath)
 		t.FailNow()
 	}
-	t.Logf("child %s: passed in %s (wall, incl. process start); results %v", scenario, wall.Round(time.Millisecond), res.Results)
-	return res
+	t.Logf("child %s: passed in %s (wall, incl. process start); results %v", scenario, run.Wall.Round(time.Millisecond), run.Results)
+	return childResult{Results: run.Results, Wall: run.Wall, Log: logPath}
 }
 
 // keepLog copies a failed child's log where it survives the test.
@@ -119,14 +81,6 @@ func keepLog(t *testing.T, path string) {
 	if b, err := os.ReadFile(path); err == nil && os.WriteFile(dst, b, 0o644) == nil {
 		t.Logf("child log kept at %s", dst)
 	}
-}
-
-func tail(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // startHarness runs h in a goroutine and waits until every component is

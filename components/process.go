@@ -27,7 +27,8 @@ import (
 // (kubernetes_feature_enabled) from the process gate and the compatibility
 // version metric from the process registry (what each command's RunE does
 // with its own registry's gate, which after the barrier holds the same
-// values). See the package documentation for why each is done here.
+// values). See docs/components.md, "Process-wide state", for why each is done
+// here.
 func AfterBarrier(_ *scoping.Plan) error {
 	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	utilfeature.DefaultMutableFeatureGate.AddMetrics()

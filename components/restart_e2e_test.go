@@ -49,7 +49,7 @@ func scenarioRestartScheduler(t *testing.T) {
 	defer cancel()
 	done := startHarness(t, ctx, cp.h, 2*time.Minute)
 	client, _ := adminClient(t, env)
-	createNode(t, client, "node-1")
+	require.NoError(t, testenv.CreateReadyNode(context.Background(), client, "node-1"))
 	assert.Equal(t, int32(15), leaseSeconds(t, client), "the first scheduler's lease duration")
 
 	// Pods keep coming while the scheduler restarts.
@@ -57,7 +57,7 @@ func scenarioRestartScheduler(t *testing.T) {
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var loadDone sync.WaitGroup
 	loadDone.Go(func() { load.run(loadCtx, "default") })
-	waitBound(t, client, "default", "load=yes", 5, "", time.Minute)
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "load=yes", 5, "", time.Minute))
 
 	config := filepath.Join(t.TempDir(), "scheduler.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
@@ -72,8 +72,8 @@ profiles:
 	restartStart := time.Now()
 	require.NoError(t, cp.h.Restart(ctx, components.SchedulerName, env.SchedulerArgs("--config="+config, "--leader-elect-lease-duration=20s")))
 	restarted := time.Since(restartStart)
-	result("restart", restarted.Round(time.Millisecond))
-	result("created_during_restart", load.created.Load()-createdBefore)
+	testenv.ChildResult("restart", restarted.Round(time.Millisecond))
+	testenv.ChildResult("created_during_restart", load.created.Load()-createdBefore)
 	assert.True(t, cp.h.Status().Ready())
 	apiRunning := false
 	for _, c := range cp.h.Status().Components {
@@ -87,13 +87,13 @@ profiles:
 	// The new profile exists only in the new scheduler.
 	_, err = client.CoreV1().Pods("default").Create(ctx, pod("second", "second-scheduler"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitBound(t, client, "default", "app=second", 1, "", time.Minute)
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=second", 1, "", time.Minute))
 	stopLoad()
 	loadDone.Wait()
 	boundStart := time.Now()
-	waitBound(t, client, "default", "load=yes", int(load.created.Load()), "", time.Minute)
-	result("bound_after_restart", time.Since(boundStart).Round(time.Millisecond))
-	result("max_bind_latency", maxBindLatency(t, client, "default", "load=yes").Round(time.Millisecond))
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "load=yes", int(load.created.Load()), "", time.Minute))
+	testenv.ChildResult("bound_after_restart", time.Since(boundStart).Round(time.Millisecond))
+	testenv.ChildResult("max_bind_latency", maxBindLatency(t, client, "default", "load=yes").Round(time.Millisecond))
 
 	// A restart that would change a process-wide gate: a conflict; the
 	// running scheduler is untouched and keeps binding.
@@ -107,7 +107,7 @@ profiles:
 	}
 	_, err = client.CoreV1().Pods("default").Create(ctx, pod("after-conflict", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitBound(t, client, "default", "app=after-conflict", 1, "", time.Minute)
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=after-conflict", 1, "", time.Minute))
 
 	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")

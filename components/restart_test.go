@@ -140,21 +140,21 @@ func scenarioThreeStarts(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
 		done := startHarness(t, ctx, cp.h, 2*time.Minute)
-		result("cycle"+n+"_ready", time.Since(start).Round(time.Millisecond))
+		testenv.ChildResult("cycle"+n+"_ready", time.Since(start).Round(time.Millisecond))
 
 		checkCycleGates(t, ctx, env, cp.h, i)
 		assert.Equal(t, allowPrivileged, capabilities.Get().AllowPrivileged, "cycle %s: --allow-privileged", n)
 
 		client, _ := adminClient(t, env)
 		if i == 0 {
-			createNode(t, client, "node-1")
+			require.NoError(t, testenv.CreateReadyNode(context.Background(), client, "node-1"))
 		} else {
 			refreshNode(t, client, "node-1") // a heartbeat, so that it stays schedulable
 		}
 		name := "web-" + n
-		createDeployment(t, client, "default", name, 1)
-		waitBound(t, client, "default", "app="+name, 1, "node-1", 60*time.Second)
-		result("cycle"+n+"_bound", time.Since(start).Round(time.Millisecond))
+		require.NoError(t, testenv.CreateDeployment(context.Background(), client, name, 1))
+		require.NoError(t, testenv.WaitBound(context.Background(), client, "app="+name, 1, "node-1", 60*time.Second))
+		testenv.ChildResult("cycle"+n+"_bound", time.Since(start).Round(time.Millisecond))
 
 		stopStart := time.Now()
 		cancel()
@@ -164,7 +164,7 @@ func scenarioThreeStarts(t *testing.T) {
 			t.Fatalf("cycle %s: the harness did not return within 2m of cancel", n)
 		}
 		stopped := time.Now()
-		result("cycle"+n+"_stop", stopped.Sub(stopStart).Round(time.Millisecond))
+		testenv.ChildResult("cycle"+n+"_stop", stopped.Sub(stopStart).Round(time.Millisecond))
 		require.NoError(t, err, "cycle %s: a clean stop", n)
 		for _, s := range cp.h.Status().Components {
 			assert.Equal(t, harness.Stopped, s.State, "cycle %s: %s: %s", n, s.Name, s.Error)
@@ -182,19 +182,19 @@ func scenarioThreeStarts(t *testing.T) {
 			assert.True(t, testenv.PortFree(p), "cycle %s: %s's port %d free after stop", n, name, p)
 		}
 		require.NoError(t, err, "cycle %s: ports free within 10s of stop", n)
-		result("cycle"+n+"_ports_free", time.Since(stopped).Round(time.Millisecond))
+		testenv.ChildResult("cycle"+n+"_ports_free", time.Since(stopped).Round(time.Millisecond))
 
 		env.Etcd.Close()
 		fmt.Printf("after stop %s: the process is alive\n", n)
-		result("cycle"+n+"_leak_settle", verifyNoLeaks(t, baseline, 30*time.Second).Round(time.Millisecond))
+		testenv.ChildResult("cycle"+n+"_leak_settle", verifyNoLeaks(t, baseline, 30*time.Second).Round(time.Millisecond))
 		if t.Failed() {
 			t.FailNow()
 		}
 		rss[i] = vmRSS(t)
-		result("cycle"+n+"_rss_kb", rss[i])
+		testenv.ChildResult("cycle"+n+"_rss_kb", rss[i])
 	}
 	ratio := float64(rss[len(rss)-1]) / float64(rss[0])
-	result("rss_ratio", strconv.FormatFloat(ratio, 'f', 3, 64))
+	testenv.ChildResult("rss_ratio", strconv.FormatFloat(ratio, 'f', 3, 64))
 	t.Logf("VmRSS after cycle 1: %d kB, after cycle %d: %d kB (ratio %.3f)", rss[0], len(rss), rss[len(rss)-1], ratio)
 	assert.LessOrEqual(t, ratio, 1.2, "VmRSS after the last start within 1.2x of after the first")
 }
@@ -230,7 +230,7 @@ func checkCycleGates(t *testing.T, ctx context.Context, env *testenv.ControlPlan
 		v := map[bool]string{true: "1", false: "0"}[want]
 		line := fmt.Sprintf(`kubernetes_feature_enabled{name="%s",stage="ALPHA"} %s`, c.gate, v)
 		if assert.Contains(t, string(raw), line, "cycle %d: /metrics", n) {
-			result(fmt.Sprintf("cycle%d_metric_%s", n, c.gate), v)
+			testenv.ChildResult(fmt.Sprintf("cycle%d_metric_%s", n, c.gate), v)
 		}
 	}
 }

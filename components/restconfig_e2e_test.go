@@ -75,15 +75,15 @@ func scenarioRESTConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, le.Identity, ptr.Deref(lease.Spec.HolderIdentity, ""), "the lease, taken through the rest.Config")
 
-	createNode(t, client, "node-1")
-	createDeployment(t, client, "default", "web", 2)
-	waitBound(t, client, "default", "app=web", 2, "node-1", 60*time.Second)
+	require.NoError(t, testenv.CreateReadyNode(context.Background(), client, "node-1"))
+	require.NoError(t, testenv.CreateDeployment(context.Background(), client, "web", 2))
+	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=web", 2, "node-1", 60*time.Second))
 
 	err = stopHarness(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")
 
 	seen := agents.suffixes()
-	result("user_agents", strings.Join(seen, ","))
+	testenv.ChildResult("user_agents", strings.Join(seen, ","))
 	for _, want := range []string{"kube-controller-manager", "shared-informers", "leader-election"} {
 		assert.Contains(t, seen, want, "a request with upstream's user agent .../%s went through the rest.Config", want)
 	}

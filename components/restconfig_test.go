@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	basecompat "k8s.io/component-base/compatibility"
 
+	"github.com/kubeharness/kubeharness/components/internal/fence"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -71,8 +72,8 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	cfg.Host = "https://changed-after-WithRESTConfig.invalid" // a copy was kept
 	s := kcmScope(t, m)
 	require.NoError(t, s.Parse([]string{"--secure-port=0", "--leader-elect=false", "--kube-api-qps=33", "--kube-api-burst=44"}))
-	fence := newRequestFence(100*time.Millisecond, false)
-	c, leaseConfig, err := m.config(context.Background(), fence)
+	clients := fence.New(100*time.Millisecond, false)
+	c, leaseConfig, err := m.config(context.Background(), clients)
 	require.NoError(t, err)
 	defer closeUnserved(c)
 
@@ -100,7 +101,7 @@ func TestControllerManagerRESTConfig(t *testing.T) {
 	// The fence bounds the controllers' requests once stopped; the
 	// lease's configuration is not fenced (the elector bounds the release
 	// itself).
-	fence.markStopped("kube-controller-manager", "was asked to stop")
+	clients.MarkStopped("kube-controller-manager", "was asked to stop")
 	hanging.Store(true)
 	_, err = c.Client.Discovery().ServerVersion()
 	require.ErrorContains(t, err, "kube-controller-manager was asked to stop: its API requests get 100ms to answer")

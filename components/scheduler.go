@@ -2,21 +2,21 @@ package components
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	schedopts "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
+	"github.com/kubeharness/kubeharness/components/internal/election"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // SchedulerName is the component name of the kube-scheduler adapter.
-const SchedulerName = "kube-scheduler"
+const SchedulerName = names.Scheduler
 
 // schedulerConfigzName is the configz name kube-scheduler's Run registers.
 const schedulerConfigzName = "componentconfig"
@@ -47,7 +47,7 @@ type Scheduler struct {
 // NewSchedulerCommand.
 func NewScheduler(outOfTreePlugins ...schedapp.Option) *Scheduler {
 	return &Scheduler{
-		lifecycle: newLifecycle(SchedulerName, newElector(SchedulerName)),
+		lifecycle: newLifecycle(SchedulerName, election.New(SchedulerName)),
 		registry:  outOfTreePlugins,
 	}
 }
@@ -60,7 +60,7 @@ func (s *Scheduler) Name() string { return SchedulerName }
 // harness.Restart and Harness.Recover.
 func (s *Scheduler) Renew() harness.Component {
 	n := NewScheduler(s.registry...)
-	n.elector = s.elector.successor()
+	n.elector = s.elector.Successor()
 	return n
 }
 
@@ -74,22 +74,23 @@ func (s *Scheduler) AddFlags(sc *scoping.Scope) error {
 
 // LeaderElection returns the leader-election configuration Run resolved
 // (zero before Run got that far).
-func (s *Scheduler) LeaderElection() LeaderElection { return s.elector.getSettings() }
+func (s *Scheduler) LeaderElection() LeaderElection { return s.elector.Settings() }
 
 // Run sets the scheduler up (app.Setup) and runs it (app.Run) until ctx is
 // cancelled, then returns nil.
 //
 // Leader election: upstream resolves the settings as it always does
 // (--leader-elect and the --leader-elect-* flags over the --config file's
-// leaderElection block) and, in Setup, builds client-go's
-// LeaderElectionConfig with its lock (identity hostname_uuid — or, for an
-// instance made by Renew, its predecessor's identity — events
-// recorded as the first profile's scheduler name). Run takes that config
-// out of the completed config — cc.LeaderElection = nil and
+// leaderElection block). Run reads them from the completed config and
+// turns upstream's elector off — cc.LeaderElection = nil and
 // cc.ComponentConfig.LeaderElection.LeaderElect = false, so upstream's Run
 // takes its path without an elector (and /configz shows leaderElect:
-// false) — and runs app.Run inside its own client-go elector with the same
-// lock and durations and ReleaseOnCancel. Differences from upstream,
+// false) — and runs app.Run inside its own client-go elector, with the
+// lease taken as the controller-manager's is: the lock upstream's Setup
+// would build (the same settings, the client configuration cc.KubeConfig,
+// identity hostname_uuid — or, for an instance made by Renew, its
+// predecessor's identity), the same durations, events recorded as the
+// first profile's scheduler name, and the lease released on stop. Differences from upstream,
 // all because app.Run only runs while leading: a standby scheduler serves
 // no /healthz (its port is bound by Setup but not served until it leads);
 // its informers start when it leads (as DelayCacheUntilActive); the
@@ -103,20 +104,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // setupAndRun is Run's upstream wiring.
 func (s *Scheduler) setupAndRun(ctx context.Context) error {
-	informerName, err := cache.NewInformerName("kube-scheduler")
+	informerName, release, err := s.takeInformerName("")
 	if err != nil {
-		return fmt.Errorf("kube-scheduler: %w", err)
+		return err
 	}
-	defer informerName.Release()
+	defer release()
 	setSchedulerInformerName(s.opts, informerName)
 
 	// Setup reads the authentication ConfigMap with context.TODO(): fenced,
 	// so that a stop while the datastore does not answer is not held up
-	// (fence.go).
-	fence := newRequestFence(stopGrace, false)
-	defer fence.markStopped(SchedulerName, "returned")
-	defer fence.stopWhen(ctx, SchedulerName)()
-	fence.wrapDelegatedAuth(s.opts.Authentication, s.opts.Authorization)
+	// (package internal/fence).
+	_, unfence := s.clientFence(ctx, s.opts.Authentication, s.opts.Authorization)
+	defer unfence()
 
 	// Setup's context drives the goroutines scheduler.New starts (cache,
 	// metrics recorder, SIGUSR2 cache debugger) and the events broadcaster.
@@ -127,12 +126,10 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 		return err
 	}
 
-	lease := cc.LeaderElection
-	le := leaderElectionFrom(cc.ComponentConfig.LeaderElection)
-	if lease != nil {
-		le.Identity = lease.Lock.Identity()
-	}
-	s.elector.setSettings(le)
+	// Upstream's elector off (see Run); the adapter's takes the lease the
+	// way the controller-manager's does (runElected), from the same
+	// settings and cc.KubeConfig, as upstream's Setup builds its lock.
+	le := election.From(cc.ComponentConfig.LeaderElection)
 	cc.LeaderElection = nil
 	cc.ComponentConfig.LeaderElection.LeaderElect = false
 
@@ -140,14 +137,8 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 	if len(cc.ComponentConfig.Profiles) > 0 {
 		source = cc.ComponentConfig.Profiles[0].SchedulerName
 	}
-	ran, err := s.runElected(ctx, lease, upstreamRun{
-		run: func(ctx context.Context) error {
-			err := schedapp.Run(ctx, cc, sched)
-			if ctx.Err() != nil && err != nil && strings.Contains(err.Error(), upstreamSchedulerStopped) {
-				return nil // what upstream's Run always returns once its context ended: a clean stop (or a lost lease, which the elector reports)
-			}
-			return err
-		},
+	return s.runElected(ctx, upstreamRun{
+		run: func(ctx context.Context) error { return schedapp.Run(ctx, cc, sched) },
 		// The scheduler's informer event handlers synced
 		// (sched.WaitForHandlersSync, what /readyz's sched-handler-sync check
 		// waits for) and, if it serves, its /healthz answers ok.
@@ -158,16 +149,18 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 				}
 				return err
 			}
-			return waitHealthz(ctx, cc.SecureServing)
+			return probe.WaitHealthz(ctx, cc.SecureServing)
 		},
 		configz:     schedulerConfigzName,
+		election:    le,
+		kubeconfig:  cc.KubeConfig,
 		events:      cc.KubeConfig,
 		eventSource: source,
+		unserved:    func() { closeUnusedListener(cc.SecureServing) }, // bound by Setup, never served
+		// What upstream's Run always returns once its context ended: a
+		// clean stop (or a lost lease, which the elector reports).
+		stopMessages: []upstreamMessage{{text: upstreamSchedulerStopped}},
 	})
-	if !ran && cc.SecureServing != nil && cc.SecureServing.Listener != nil {
-		_ = cc.SecureServing.Listener.Close() // bound by Setup, never served
-	}
-	return err
 }
 
 // Ready blocks until the scheduler leads, its handlers synced and its

@@ -1,5 +1,7 @@
 package components
 
+import "strings"
+
 // Upstream messages that the adapters, or their tests, recognise by text:
 // upstream returns or logs them as plain fmt.Errorf strings, with no
 // sentinel error or type to match instead. Each constant cites the file of
@@ -51,6 +53,29 @@ const (
 	// upstreamDuplicateMetrics is Prometheus's AlreadyRegisteredError
 	// (github.com/prometheus/client_golang prometheus/registry.go), which
 	// kube-controller-manager's ReplicaSet controller logs from its second
-	// start in a process on (see the package documentation, Metrics).
+	// start in a process on (see docs/components.md, "Metrics").
 	upstreamDuplicateMetrics = "duplicate metrics collector registration attempted"
+
+	// upstreamHealthzPassed and upstreamHealthzFailed begin each check's
+	// line of a verbose /healthz ("[+]%s ok", "[+]%s excluded: ok",
+	// "[-]%s failed: reason withheld"; k8s.io/apiserver
+	// pkg/server/healthz/healthz.go, handleRootHealth), the check's name
+	// next, then a space. listsCheck parses them.
+	upstreamHealthzPassed = "[+]"
+	upstreamHealthzFailed = "[-]"
 )
+
+// listsCheck reports whether a verbose /healthz body (upstreamHealthzPassed
+// and upstreamHealthzFailed lines) lists a check with one of checks.
+func listsCheck(body string, checks map[string]bool) bool {
+	for line := range strings.SplitSeq(body, "\n") {
+		rest, ok := strings.CutPrefix(line, upstreamHealthzPassed)
+		if !ok {
+			rest, ok = strings.CutPrefix(line, upstreamHealthzFailed)
+		}
+		if name, _, _ := strings.Cut(rest, " "); ok && checks[name] {
+			return true
+		}
+	}
+	return false
+}

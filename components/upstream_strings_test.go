@@ -2,9 +2,7 @@ package components
 
 import (
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/configz"
 	"k8s.io/component-base/metrics"
+
+	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
 // TestUpstreamStrings pins every message of upstream_strings.go: each must
@@ -20,35 +20,24 @@ import (
 // cache at the version go.mod requires; where it is cheap, the message is
 // also provoked. A Kubernetes bump that rewords one fails here.
 func TestUpstreamStrings(t *testing.T) {
-	// literal is upstream's string literal, as it stands in file; it must
-	// contain the constant.
-	sources := []struct {
-		name, text, module, file, literal string
-	}{
-		{"upstreamSchedulerStopped", upstreamSchedulerStopped, "k8s.io/kubernetes", "cmd/kube-scheduler/app/server.go", `"finished without leader elect"`},
-		{"upstreamInformerNameTaken", upstreamInformerNameTaken, "k8s.io/client-go", "tools/cache/identity.go", `"informer name %q is already registered"`},
-		{"upstreamKCMShutdownTimeout", upstreamKCMShutdownTimeout, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `errors.New("controller shutdown timeout reached")`},
-		{"upstreamKCMInformerNameFailed", upstreamKCMInformerNameFailed, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `"failed to create informer name: %w"`},
-		{"upstreamKCMAPIServerUnhealthy", upstreamKCMAPIServerUnhealthy, "k8s.io/kubernetes", "cmd/kube-controller-manager/app/controllermanager.go", `"failed to wait for apiserver being healthy: %w"`},
-		{"upstreamConfigzTwice", upstreamConfigzTwice, "k8s.io/component-base", "configz/configz.go", `"register config %q twice"`},
-		{"upstreamDuplicateMetrics", upstreamDuplicateMetrics, "github.com/prometheus/client_golang", "prometheus/registry.go", `"duplicate metrics collector registration attempted"`},
-	}
 	dirs := map[string]string{}
-	for _, s := range sources {
-		dirs[s.module] = ""
-	}
-	for mod := range dirs {
-		dirs[mod] = moduleDir(t, mod)
-	}
-	for _, s := range sources {
-		path := filepath.Join(dirs[s.module], s.file)
-		src, err := os.ReadFile(path)
-		if !assert.NoError(t, err, "%s: its upstream file", s.name) {
-			continue
+	scopingtest.CheckUpstreamStrings(t, func(mod string) string {
+		if dirs[mod] == "" {
+			dirs[mod] = moduleDir(t, mod)
 		}
-		assert.Contains(t, s.literal, s.text, "%s: the constant is part of upstream's literal", s.name)
-		assert.True(t, strings.Contains(string(src), s.literal), "%s: %s is no longer in %s", s.name, s.literal, path)
-	}
+		return dirs[mod]
+	},
+		scopingtest.UpstreamString{Name: "upstreamSchedulerStopped", Text: upstreamSchedulerStopped, Module: "k8s.io/kubernetes", File: "cmd/kube-scheduler/app/server.go", Literal: `"finished without leader elect"`},
+		scopingtest.UpstreamString{Name: "upstreamInformerNameTaken", Text: upstreamInformerNameTaken, Module: "k8s.io/client-go", File: "tools/cache/identity.go", Literal: `"informer name %q is already registered"`},
+		scopingtest.UpstreamString{Name: "upstreamKCMShutdownTimeout", Text: upstreamKCMShutdownTimeout, Module: "k8s.io/kubernetes", File: "cmd/kube-controller-manager/app/controllermanager.go", Literal: `errors.New("controller shutdown timeout reached")`},
+		scopingtest.UpstreamString{Name: "upstreamKCMInformerNameFailed", Text: upstreamKCMInformerNameFailed, Module: "k8s.io/kubernetes", File: "cmd/kube-controller-manager/app/controllermanager.go", Literal: `"failed to create informer name: %w"`},
+		scopingtest.UpstreamString{Name: "upstreamKCMAPIServerUnhealthy", Text: upstreamKCMAPIServerUnhealthy, Module: "k8s.io/kubernetes", File: "cmd/kube-controller-manager/app/controllermanager.go", Literal: `"failed to wait for apiserver being healthy: %w"`},
+		scopingtest.UpstreamString{Name: "upstreamConfigzTwice", Text: upstreamConfigzTwice, Module: "k8s.io/component-base", File: "configz/configz.go", Literal: `"register config %q twice"`},
+		scopingtest.UpstreamString{Name: "upstreamDuplicateMetrics", Text: upstreamDuplicateMetrics, Module: "github.com/prometheus/client_golang", File: "prometheus/registry.go", Literal: `"duplicate metrics collector registration attempted"`},
+		scopingtest.UpstreamString{Name: "upstreamHealthzPassed", Text: upstreamHealthzPassed, Module: "k8s.io/apiserver", File: "pkg/server/healthz/healthz.go", Literal: `"[+]%s ok\n"`},
+		scopingtest.UpstreamString{Name: "upstreamHealthzPassed (excluded)", Text: upstreamHealthzPassed, Module: "k8s.io/apiserver", File: "pkg/server/healthz/healthz.go", Literal: `"[+]%s excluded: ok\n"`},
+		scopingtest.UpstreamString{Name: "upstreamHealthzFailed", Text: upstreamHealthzFailed, Module: "k8s.io/apiserver", File: "pkg/server/healthz/healthz.go", Literal: `"[-]%s failed: reason withheld\n"`},
+	)
 
 	t.Run("provoked", func(t *testing.T) {
 		n, err := cache.NewInformerName("kubeharness-upstream-strings")
@@ -85,4 +74,16 @@ func moduleDir(t *testing.T, mod string) string {
 	dir := strings.TrimSpace(string(out))
 	require.NotEmpty(t, dir, "%s is not in the module cache: go mod download %s", mod, mod)
 	return dir
+}
+
+// TestListsCheck: a verbose /healthz lists the controllers' checks once
+// they were built, passing or failing; the base checks do not count.
+func TestListsCheck(t *testing.T) {
+	known := map[string]bool{"namespace-controller": true, "deployment-controller": true}
+	before := "[+]ping ok\n[+]log ok\nhealthz check passed\n"
+	assert.False(t, listsCheck(before, known))
+	assert.False(t, listsCheck("", known))
+	assert.False(t, listsCheck("[+]namespace-controllers ok\n", known), "a prefix of a name is not the name")
+	assert.True(t, listsCheck("[+]ping ok\n[+]log ok\n[+]namespace-controller ok\nhealthz check passed\n", known))
+	assert.True(t, listsCheck("[+]ping ok\n[-]deployment-controller failed: reason withheld\nhealthz check failed\n", known))
 }

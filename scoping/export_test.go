@@ -21,3 +21,9 @@ func GateMinCompatibilityVersion(g featuregate.MutableVersionedFeatureGate) *ver
 // TargetUnchanged is targetUnchanged, for the test of when Apply skips its
 // validation copy.
 func (b *Barrier) TargetUnchanged() bool { return b.targetUnchanged() }
+
+// The upstream messages of upstream_strings.go, for TestUpstreamStrings.
+const (
+	UpstreamMinCompatibilityInvalid = upstreamMinCompatibilityInvalid
+	UpstreamLoggingChanged          = upstreamLoggingChanged
+)

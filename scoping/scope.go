@@ -181,7 +181,7 @@ func (s *Scope) checkVersions(emulated, minCompat []flagItem) error {
 	for comp := range comps {
 		for _, err := range s.registry.EffectiveVersionFor(comp).Validate() {
 			flag, items := "emulated-version", emulated
-			if strings.HasPrefix(err.Error(), "minCompatibilityVersion") {
+			if strings.HasPrefix(err.Error(), upstreamMinCompatibilityInvalid) {
 				flag, items = "min-compatibility-version", minCompat
 			}
 			text := comp

@@ -90,7 +90,7 @@ func ApplyLoggingSettings(s LoggingSettings, gate featuregate.FeatureGate) error
 	}
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	if err := logsapi.ValidateAndApply(cfg, gate); err != nil {
-		if strings.Contains(err.Error(), "should not be changed after setting it once") {
+		if strings.Contains(err.Error(), upstreamLoggingChanged) {
 			return fmt.Errorf("%w: %v", ErrLoggingChanged, err)
 		}
 		return err

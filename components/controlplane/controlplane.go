@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
@@ -206,7 +206,7 @@ func EtcdConfig(layout pki.Layout, c etcd.Config) etcd.Config {
 }
 
 // DefaultFlags are the default upstream flags of each component (keyed by
-// components.APIServerName, SchedulerName and ControllerManagerName) for
+// names.APIServer, names.Scheduler and names.ControllerManager) for
 // layout and s, without their dashes, for package kubeargs to merge with a
 // user's.
 func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
@@ -219,7 +219,7 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 		etcdTLS = *s.EtcdTLS
 	}
 	return map[string][]kubeargs.Arg{
-		components.APIServerName: {
+		names.APIServer: {
 			{Key: "etcd-servers", Value: etcdServers},
 			{Key: "etcd-cafile", Value: etcdTLS.CAFile},
 			{Key: "etcd-certfile", Value: etcdTLS.CertFile},
@@ -251,8 +251,8 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			// the process's profiles once (k3s-like: its status endpoint).
 			{Key: "profiling", Value: "false"},
 		},
-		components.SchedulerName: elected(layout.SchedulerKubeconfig(), orDefault(s.SchedulerPort, DefaultSchedulerPort), s.LeaderElect),
-		components.ControllerManagerName: append(elected(layout.ControllerManagerKubeconfig(), orDefault(s.ControllerManagerPort, DefaultControllerManagerPort), s.LeaderElect),
+		names.Scheduler: elected(layout.SchedulerKubeconfig(), orDefault(s.SchedulerPort, DefaultSchedulerPort), s.LeaderElect),
+		names.ControllerManager: append(elected(layout.ControllerManagerKubeconfig(), orDefault(s.ControllerManagerPort, DefaultControllerManagerPort), s.LeaderElect),
 			s.controllerManagerFlags(layout)...),
 	}
 }

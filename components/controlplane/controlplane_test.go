@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestDefaultArgsDefaults(t *testing.T) {
 	args := controlplane.DefaultArgs(pki.Layout{Dir: "/p"}, controlplane.Settings{})
 	assert.Equal(t, map[string][]string{
-		components.APIServerName: {
+		names.APIServer: {
 			"--etcd-servers=https://127.0.0.1:2379",
 			"--etcd-cafile=/p/etcd/ca.crt",
 			"--etcd-certfile=/p/etcd/client-kube-apiserver.crt",
@@ -50,7 +50,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--kubelet-client-key=/p/client-kube-apiserver.key",
 			"--profiling=false",
 		},
-		components.SchedulerName: {
+		names.Scheduler: {
 			"--kubeconfig=/p/kube-scheduler.kubeconfig",
 			"--authentication-kubeconfig=/p/kube-scheduler.kubeconfig",
 			"--authorization-kubeconfig=/p/kube-scheduler.kubeconfig",
@@ -59,7 +59,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--leader-elect=false",
 			"--profiling=false",
 		},
-		components.ControllerManagerName: {
+		names.ControllerManager: {
 			"--kubeconfig=/p/kube-controller-manager.kubeconfig",
 			"--authentication-kubeconfig=/p/kube-controller-manager.kubeconfig",
 			"--authorization-kubeconfig=/p/kube-controller-manager.kubeconfig",
@@ -78,7 +78,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 }
 
 func TestDefaultArgsSettings(t *testing.T) {
-	api, sched, kcm := components.APIServerName, components.SchedulerName, components.ControllerManagerName
+	api, sched, kcm := names.APIServer, names.Scheduler, names.ControllerManager
 	for _, tc := range []struct {
 		name string
 		s    controlplane.Settings
@@ -178,7 +178,7 @@ func TestServiceIP(t *testing.T) {
 // TestClusterCIDR: a cluster CIDR turns the controller-manager's node CIDR
 // allocation on; none leaves both flags out.
 func TestClusterCIDR(t *testing.T) {
-	kcm := components.ControllerManagerName
+	kcm := names.ControllerManager
 	none := controlplane.DefaultArgs(pki.Layout{Dir: "/p"}, controlplane.Settings{})[kcm]
 	for _, name := range []string{"cluster-cidr", "allocate-node-cidrs"} {
 		_, ok := kubeargs.Value(none, name)

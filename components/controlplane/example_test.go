@@ -3,8 +3,8 @@ package controlplane_test
 import (
 	"fmt"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
@@ -12,7 +12,7 @@ import (
 // zero Settings are loopback on the default ports.
 func ExampleDefaultArgs() {
 	args := controlplane.DefaultArgs(pki.Layout{Dir: "/var/lib/cp/pki"}, controlplane.Settings{LeaderElect: true})
-	for _, a := range args[components.SchedulerName] {
+	for _, a := range args[names.Scheduler] {
 		fmt.Println(a)
 	}
 	// Output:

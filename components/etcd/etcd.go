@@ -17,12 +17,13 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // Name is the component's name in a harness.
-const Name = "etcd"
+const Name = names.Etcd
 
 // Default ports, etcd's own.
 const (

@@ -6,9 +6,9 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 	"github.com/kubeharness/kubeharness/scoping/scopingtest"
@@ -29,9 +29,9 @@ func ExampleFeatures() {
 	idle := func(ctx context.Context) error { <-ctx.Done(); return nil }
 	kubeFlags := func(s *scoping.Scope) error { s.AddFlags(); return nil }
 	_ = h.Add(&harness.Func{ComponentName: etcd.Name, RunFunc: idle}, nil)
-	_ = h.Add(&harness.Func{ComponentName: components.APIServerName, FlagsFunc: kubeFlags, RunFunc: idle}, nil, etcd.Name)
-	_ = h.Add(&harness.Func{ComponentName: components.SchedulerName, FlagsFunc: kubeFlags, RunFunc: idle},
-		[]string{"--feature-gates=Foo=true"}, components.APIServerName)
+	_ = h.Add(&harness.Func{ComponentName: names.APIServer, FlagsFunc: kubeFlags, RunFunc: idle}, nil, etcd.Name)
+	_ = h.Add(&harness.Func{ComponentName: names.Scheduler, FlagsFunc: kubeFlags, RunFunc: idle},
+		[]string{"--feature-gates=Foo=true"}, names.APIServer)
 	plan, err := h.DryRun(context.Background())
 	if err != nil {
 		fmt.Println(err)

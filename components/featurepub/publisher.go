@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -36,9 +36,9 @@ const Name = "feature-publisher"
 // process-wide kube gate the plan describes); any other component (etcd)
 // registers none.
 var kubeComponents = map[string]bool{
-	components.APIServerName:         true,
-	components.SchedulerName:         true,
-	components.ControllerManagerName: true,
+	names.APIServer:         true,
+	names.Scheduler:         true,
+	names.ControllerManager: true,
 }
 
 // Publisher is the harness component. Set Server, Kubeconfig and Plan; the

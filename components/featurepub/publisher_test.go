@@ -9,17 +9,17 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 func TestFeatures(t *testing.T) {
 	plan := &scoping.Plan{
 		BinaryVersion: "1.37", EmulationVersion: "1.37",
-		Components: []string{etcd.Name, components.APIServerName, components.SchedulerName},
+		Components: []string{etcd.Name, names.APIServer, names.Scheduler},
 		Features: []scoping.FeatureState{
 			{Name: "SchedulerPreQueueingHints", Stage: "Alpha", Enabled: true, Source: scoping.SourceFlag,
 				Requests: []scoping.Request{{Component: "kube-scheduler", Value: "true", Flag: "--feature-gates=SchedulerPreQueueingHints=true"}}},

@@ -1,6 +1,6 @@
 package testenv
 
-import "github.com/kubeharness/kubeharness/components"
+import "github.com/kubeharness/kubeharness/components/names"
 
 // Three real alpha feature gates of k8s.io/kubernetes/pkg/features that the
 // tests turn on to see where a component's value lands. Each is alpha and
@@ -27,11 +27,11 @@ const (
 // SchedulerGate or ControllerManagerGate), or "" for another name.
 func GateOf(name string) string {
 	switch name {
-	case components.APIServerName:
+	case names.APIServer:
 		return APIServerGate
-	case components.SchedulerName:
+	case names.Scheduler:
 		return SchedulerGate
-	case components.ControllerManagerName:
+	case names.ControllerManager:
 		return ControllerManagerGate
 	}
 	return ""

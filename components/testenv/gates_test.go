@@ -9,7 +9,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	_ "k8s.io/kubernetes/pkg/features" // registers the kube gates in utilfeature.DefaultMutableFeatureGate
 
-	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
@@ -21,7 +21,7 @@ func TestGates(t *testing.T) {
 	all := utilfeature.DefaultMutableFeatureGate.GetAll()
 	deps := utilfeature.DefaultMutableFeatureGate.Dependencies()
 	seen := map[string]string{}
-	for _, c := range []string{components.APIServerName, components.SchedulerName, components.ControllerManagerName} {
+	for _, c := range []string{names.APIServer, names.Scheduler, names.ControllerManager} {
 		g := testenv.GateOf(c)
 		require.NotEmpty(t, g, c)
 		require.NotContains(t, seen, g, "%s's gate is %s's too", c, seen[g])

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
@@ -225,21 +225,21 @@ func (cp *ControlPlane) args(component string, extra []string) []string {
 // (controlplane.DefaultArgs, and --allow-privileged=true), then extra
 // (later flags win).
 func (cp *ControlPlane) APIServerArgs(extra ...string) []string {
-	return cp.args(components.APIServerName, append([]string{"--allow-privileged=true"}, extra...))
+	return cp.args(names.APIServer, append([]string{"--allow-privileged=true"}, extra...))
 }
 
 // SchedulerArgs are kube-scheduler's flags for this control plane
 // (controlplane.DefaultArgs, leader election on, as upstream's default),
 // then extra.
 func (cp *ControlPlane) SchedulerArgs(extra ...string) []string {
-	return cp.args(components.SchedulerName, extra)
+	return cp.args(names.Scheduler, extra)
 }
 
 // ControllerManagerArgs are kube-controller-manager's flags for this
 // control plane (controlplane.DefaultArgs, leader election on, as
 // upstream's default), then extra.
 func (cp *ControlPlane) ControllerManagerArgs(extra ...string) []string {
-	return cp.args(components.ControllerManagerName, extra)
+	return cp.args(names.ControllerManager, extra)
 }
 
 // AdminConfig is a client configuration from the admin kubeconfig

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
@@ -26,8 +26,8 @@ func TestArgs(t *testing.T) {
 		APIServerPort: 16443, SchedulerPort: 16444, ControllerManagerPort: 16445,
 		EtcdServers: "https://127.0.0.1:12379", LeaderElect: true,
 	})
-	assert.Equal(t, append(want[components.APIServerName], "--allow-privileged=true", "--v=2"), cp.APIServerArgs("--v=2"))
-	assert.Equal(t, append(want[components.SchedulerName], "--v=3"), cp.SchedulerArgs("--v=3"))
-	assert.Equal(t, want[components.ControllerManagerName], cp.ControllerManagerArgs())
+	assert.Equal(t, append(want[names.APIServer], "--allow-privileged=true", "--v=2"), cp.APIServerArgs("--v=2"))
+	assert.Equal(t, append(want[names.Scheduler], "--v=3"), cp.SchedulerArgs("--v=3"))
+	assert.Equal(t, want[names.ControllerManager], cp.ControllerManagerArgs())
 	assert.Equal(t, "https://127.0.0.1:16443", cp.APIServerURL())
 }

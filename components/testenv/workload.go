@@ -64,6 +64,15 @@ func CreateReadyNode(ctx context.Context, c kubernetes.Interface, name string) e
 // controller-manager made all of them and the scheduler bound every one to
 // node.
 func DeployAndWaitBound(ctx context.Context, c kubernetes.Interface, name string, replicas int32, node string) error {
+	if err := CreateDeployment(ctx, c, name, replicas); err != nil {
+		return err
+	}
+	return WaitBound(ctx, c, "app="+name, int(replicas), node, time.Minute)
+}
+
+// CreateDeployment creates a Deployment of replicas Pods labelled app=name
+// in the default namespace. Its image is never pulled: no kubelet runs.
+func CreateDeployment(ctx context.Context, c kubernetes.Interface, name string, replicas int32) error {
 	labels := map[string]string{"app": name}
 	_, err := c.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
@@ -76,27 +85,31 @@ func DeployAndWaitBound(ctx context.Context, c kubernetes.Interface, name string
 			},
 		},
 	}, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	bound := 0
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	return err
+}
+
+// WaitBound waits, timeout at most, until at least want Pods of the default
+// namespace match selector and the scheduler bound every one of them: to
+// node, or to any node when node is "". Its error says how far it got.
+func WaitBound(ctx context.Context, c kubernetes.Interface, selector string, want int, node string, timeout time.Duration) error {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
-		bound = 0
+		bound := 0
 		for _, p := range pods.Items {
-			if p.Spec.NodeName == node {
+			if p.Spec.NodeName != "" && (node == "" || p.Spec.NodeName == node) {
 				bound++
 			}
 		}
-		return len(pods.Items) == int(replicas) && bound == len(pods.Items), nil
+		last = fmt.Sprintf("%d Pods, %d bound (node %q)", len(pods.Items), bound, node)
+		return len(pods.Items) >= want && bound == len(pods.Items), nil
 	})
 	if err != nil {
-		return fmt.Errorf("testenv: %d of %d Pods of %s bound to %s: %w", bound, replicas, name, node, err)
+		return fmt.Errorf("testenv: Pods %s not bound within %s: %s: %w", selector, timeout, last, err)
 	}
 	return nil
 }

@@ -3,9 +3,7 @@ package upstreamrace_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -134,22 +132,20 @@ func TestUpstream_RealCommands_ShareOneRegistry(t *testing.T) {
 }
 
 // runChild re-executes this test binary to run one scenario in a fresh
-// process (upstream's commands write process-wide state) and returns what
-// it printed.
-func runChild(t *testing.T, scenario string) (string, error) {
+// process (upstream's commands write process-wide state; testenv.RunChild)
+// and returns how it ended.
+func runChild(t *testing.T, scenario string) testenv.ChildRun {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChild$", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+scenario)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	run, err := testenv.RunChild(ctx, scenario, filepath.Join(t.TempDir(), scenario+".log"))
+	require.NoError(t, err)
+	return run
 }
 
-const childEnv = "KUBEHARNESS_UPSTREAM_CHILD"
+func child() bool { return testenv.ChildScenario() != "" }
 
-func child() bool { return os.Getenv(childEnv) != "" }
-
-// result is what a child prints, on a line of its own: RESULT {json}.
+// result is what a child prints (testenv.ChildResult, key "result", as
+// JSON).
 type result struct {
 	Enabled  map[string]bool   `json:"enabled"`
 	Flags    map[string]string `json:"flags"`
@@ -157,21 +153,19 @@ type result struct {
 	Emulated string            `json:"emulated"`
 }
 
-func parseResult(t *testing.T, out string) result {
-	for _, line := range strings.Split(out, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "RESULT "); ok {
-			var r result
-			require.NoError(t, json.Unmarshal([]byte(rest), &r))
-			return r
-		}
+func parseResult(t *testing.T, run testenv.ChildRun) result {
+	raw, ok := run.Results["result"]
+	if !ok {
+		t.Fatalf("the child printed no result:\n%s", run.Output)
 	}
-	t.Fatalf("the child printed no result:\n%s", out)
-	return result{}
+	var r result
+	require.NoError(t, json.Unmarshal([]byte(raw), &r))
+	return r
 }
 
-// TestChild runs the scenario named by KUBEHARNESS_UPSTREAM_CHILD.
+// TestChild runs the scenario named by testenv.ChildEnv.
 func TestChild(t *testing.T) {
-	scenario := os.Getenv(childEnv)
+	scenario := testenv.ChildScenario()
 	if scenario == "" {
 		t.Skip("runs only as a child of the other tests")
 	}
@@ -230,7 +224,7 @@ func TestChild(t *testing.T) {
 func printResult(t *testing.T, r result) {
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	fmt.Printf("\nRESULT %s\n", b)
+	testenv.ChildResult("result", string(b))
 }
 
 // harnessScenario: the same three gates through the real adapters, each in
@@ -279,9 +273,10 @@ func TestUpstream_RealCommands_SequentialParse_GatesMerge(t *testing.T) {
 	if child() {
 		t.Skip("parent-only")
 	}
-	out, err := runChild(t, "sequential")
+	run := runChild(t, "sequential")
+	out, err := run.Output, run.Err
 	require.NoError(t, err, out)
-	r := parseResult(t, out)
+	r := parseResult(t, run)
 	assert.Empty(t, r.Errors, "upstream reports nothing")
 	assert.Equal(t, map[string]bool{apiserverGate: true, schedulerGate: true, kcmGate: true}, r.Enabled)
 	want := ":" + apiserverGate + "=true,:" + schedulerGate + "=true,:" + kcmGate + "=true"
@@ -297,9 +292,10 @@ func TestUpstream_RealCommands_ConflictingGate_LastWinsSilently(t *testing.T) {
 	if child() {
 		t.Skip("parent-only")
 	}
-	out, err := runChild(t, "conflict")
+	run := runChild(t, "conflict")
+	out, err := run.Output, run.Err
 	require.NoError(t, err, out)
-	r := parseResult(t, out)
+	r := parseResult(t, run)
 	assert.Empty(t, r.Errors, "upstream reports nothing")
 	assert.False(t, r.Enabled[schedulerGate], "the last parser (kube-scheduler, false) wins")
 }
@@ -310,9 +306,10 @@ func TestUpstream_RealCommands_EmulatedVersion_LastWinsSilently(t *testing.T) {
 	if child() {
 		t.Skip("parent-only")
 	}
-	out, err := runChild(t, "emulated")
+	run := runChild(t, "emulated")
+	out, err := run.Output, run.Err
 	require.NoError(t, err, out)
-	r := parseResult(t, out)
+	r := parseResult(t, run)
 	assert.Empty(t, r.Errors, "upstream reports nothing")
 	assert.Equal(t, "1.35", r.Emulated, "the last parser (kube-scheduler) wins")
 }
@@ -330,7 +327,8 @@ func TestUpstream_RealCommands_ConcurrentParse(t *testing.T) {
 	if child() {
 		t.Skip("parent-only")
 	}
-	out, err := runChild(t, "concurrent")
+	run := runChild(t, "concurrent")
+	out, err := run.Output, run.Err
 	if raceEnabled {
 		// Built with -race (make race): the child's concurrent parse and
 		// PersistentPreRunE of the real commands is a data race in the
@@ -344,7 +342,7 @@ func TestUpstream_RealCommands_ConcurrentParse(t *testing.T) {
 		assert.Regexp(t, `fatal error: concurrent map (writes|iteration and map write|read and map write)`, out, "the only way the child may fail without -race")
 		return
 	}
-	r := parseResult(t, out)
+	r := parseResult(t, run)
 	// What one scope per component gives (the harness test below): each
 	// command reads only its own gate, and all three are on. The shared
 	// registry cannot give it: every command's flag reads the one shared
@@ -379,9 +377,10 @@ func TestHarness_RealAdapters_EveryComponentsGateApplied(t *testing.T) {
 	if child() {
 		t.Skip("parent-only")
 	}
-	out, err := runChild(t, "harness")
+	run := runChild(t, "harness")
+	out, err := run.Output, run.Err
 	require.NoError(t, err, out)
-	r := parseResult(t, out)
+	r := parseResult(t, run)
 	assert.Empty(t, r.Errors)
 	assert.Equal(t, map[string]bool{apiserverGate: true, schedulerGate: true, kcmGate: true}, r.Enabled)
 	for _, c := range order {

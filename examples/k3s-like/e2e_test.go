@@ -157,7 +157,7 @@ func (s *server) start(extra ...string) {
 		out := s.stderr.String()
 		if s.t.Failed() {
 			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
-			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", tail(out, 60))
+			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", testenv.Tail(out, 60))
 		}
 		// $K3S_LIKE_LOGS: a directory where every server's whole log is
 		// kept, passed or failed (to compare the two).
@@ -188,14 +188,6 @@ func lifecycleLines(log string) string {
 	return strings.Join(keep, "\n")
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // waitReady polls the status handler's /healthz until every component is
 // ready, failing if the process exits first.
 func (s *server) waitReady(timeout time.Duration) {
@@ -203,7 +195,7 @@ func (s *server) waitReady(timeout time.Duration) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			s.t.Fatalf("k3s-like exited before it was ready: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+			s.t.Fatalf("k3s-like exited before it was ready: %v\n%s", s.exitErr, testenv.Tail(s.stderr.String(), 40))
 		default:
 		}
 		resp, err := s.statusGet("/healthz")
@@ -215,7 +207,7 @@ func (s *server) waitReady(timeout time.Duration) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	s.t.Fatalf("k3s-like not ready within %s\n%s", timeout, tail(s.stderr.String(), 40))
+	s.t.Fatalf("k3s-like not ready within %s\n%s", timeout, testenv.Tail(s.stderr.String(), 40))
 }
 
 // statusGet GETs path from the status endpoint, over TLS with the admin

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // fullFSSize is the size of the tmpfs TestFullDataDirFilesystem puts the
@@ -110,7 +112,7 @@ func TestFullDataDirFilesystem(t *testing.T) {
 	t.Logf("FAULT full-filesystem when=start free=%dKiB exit=%d took=%s error=%q",
 		startFree>>10, code, took.Round(100*time.Millisecond), errWith(stderr, "etcd failed in phase start"))
 	assert.Equal(t, 1, code, "exit code")
-	assert.Contains(t, stderr, want, "the error names the data dir and the cause\n%s", tail(stderr, 30))
+	assert.Contains(t, stderr, want, "the error names the data dir and the cause\n%s", testenv.Tail(stderr, 30))
 	assert.NotRegexp(t, stackTrace, stderr, "no stack trace")
 
 	// The space is back: the same data dir starts, and takes writes.
@@ -146,7 +148,7 @@ func TestFullDataDirFilesystem(t *testing.T) {
 	}
 	for i := 0; !exited(); i++ {
 		if time.Since(filled) > time.Minute {
-			t.Fatalf("the server still runs a minute after its filesystem was filled (%d creates acknowledged since)\n%s", len(acked)-10, tail(s.stderr.String(), 30))
+			t.Fatalf("the server still runs a minute after its filesystem was filled (%d creates acknowledged since)\n%s", len(acked)-10, testenv.Tail(s.stderr.String(), 30))
 		}
 		name := fmt.Sprintf("during-%d", i)
 		_, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"blob": blob}}, metav1.CreateOptions{})
@@ -162,7 +164,7 @@ func TestFullDataDirFilesystem(t *testing.T) {
 	t.Logf("FAULT full-filesystem when=running free=%dKiB acknowledged-after-fill=%d failed=%d exit=%d after=%s error=%q",
 		runFree>>10, len(acked)-10, failed, code, time.Since(filled).Round(100*time.Millisecond), exiting)
 	assert.Equal(t, 1, code, "exit code")
-	assert.True(t, strings.HasPrefix(exiting, "embedded etcd: data dir "+etcdDir+": "), "the error names the data dir: %q\n%s", exiting, tail(stderr, 30))
+	assert.True(t, strings.HasPrefix(exiting, "embedded etcd: data dir "+etcdDir+": "), "the error names the data dir: %q\n%s", exiting, testenv.Tail(stderr, 30))
 	assert.Contains(t, exiting, nospace, "and the cause")
 	assert.NotRegexp(t, stackTrace, stderr, "no stack trace")
 

@@ -171,7 +171,7 @@ func TestSurvivesDatastorePause(t *testing.T) {
 		resumed := time.Now()
 		select {
 		case <-s.exited:
-			t.Fatalf("the server exited during a %s datastore pause: %v\n%s", pause, s.exitErr, tail(s.stderr.String(), 40))
+			t.Fatalf("the server exited during a %s datastore pause: %v\n%s", pause, s.exitErr, testenv.Tail(s.stderr.String(), 40))
 		default:
 		}
 		var holders []string
@@ -248,7 +248,7 @@ func killRounds(t *testing.T) int {
 // them. The server stays up. Until the building is over, the lost lease
 // does not make the fence end the controller-manager's requests: two
 // upstream constructors exit the process when theirs fails
-// (components/doc.go). So no request of it fails with the fence's cause
+// (docs/components.md). So no request of it fails with the fence's cause
 // before the resume; the building then ends (constructors that honour the
 // context, which the lost lease ended, return an error), the demoted
 // instance returns, and its successor leads and runs the controllers: a
@@ -340,7 +340,7 @@ func (s *server) bindsPods(name string) {
 	deployAndWaitBound(ctx, t, c, name, 2, "node-1")
 	select {
 	case <-s.exited:
-		t.Fatalf("the server exited: %v\n%s", s.exitErr, tail(s.stderr.String(), 40))
+		t.Fatalf("the server exited: %v\n%s", s.exitErr, testenv.Tail(s.stderr.String(), 40))
 	default:
 	}
 }
@@ -477,15 +477,15 @@ func TestStopWithoutDatastore(t *testing.T) {
 			if code != 0 && identityLeaseDeadlock(s.stderr.String()) {
 				// Bounded and named, not clean: kube-apiserver alone
 				// abandoned at its stop timeout, by upstream's identity
-				// lease deadlock at 1.36 (components/doc.go). A crash
+				// lease deadlock at 1.36 (docs/components.md). A crash
 				// (another code) or another component failing fails here.
 				assertOnlyAPIServerAbandoned(t, s.stderr.String())
 				assert.Equal(t, 1, code)
 				assert.LessOrEqual(t, took, 13*time.Second, "SIGTERM to exit: the elected components' stop (up to 3 s: the controllers' 2 s shutdown timeout, the lease's 1 s release) and the apiserver's 8 s stop timeout")
 				return
 			}
-			assert.Equal(t, 0, code, "exit code\n%s", tail(s.stderr.String(), 30))
-			assert.LessOrEqual(t, took, 10*time.Second, "SIGTERM to exit\n%s", tail(s.stderr.String(), 30))
+			assert.Equal(t, 0, code, "exit code\n%s", testenv.Tail(s.stderr.String(), 30))
+			assert.LessOrEqual(t, took, 10*time.Second, "SIGTERM to exit\n%s", testenv.Tail(s.stderr.String(), 30))
 			assert.NotContains(t, s.stderr.String(), "abandoned")
 		})
 	}
@@ -521,7 +521,7 @@ func TestExitOnLeaseLoss(t *testing.T) {
 // identityLeaseDeadlock reports whether the server's log says it runs
 // Kubernetes 1.36, whose apiserver identity lease controller
 // (k8s.io/component-helpers v0.36) can deadlock its pre-shutdown hook with
-// the datastore gone (components/doc.go): there, and only there, the stop
+// the datastore gone (docs/components.md): there, and only there, the stop
 // tests accept kube-apiserver abandoned at its stop timeout.
 func identityLeaseDeadlock(out string) bool {
 	return regexp.MustCompile(`"Running Kubernetes" .*version="v1\.36\.`).MatchString(out)
@@ -534,7 +534,7 @@ func identityLeaseDeadlock(out string) bool {
 // constructors exit when their first request fails (the namespace
 // controller's discovery, the pod certificate request cleaner's
 // ClientOrDie), at the apiserver's request timeout without the stop, or
-// once the stop's fence ends the request (components/doc.go).
+// once the stop's fence ends the request (docs/components.md).
 func waitControllersBuilt(t *testing.T, s *server) {
 	t.Helper()
 	require.Eventually(t, func() bool {

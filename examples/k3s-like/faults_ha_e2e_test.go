@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeharness/kubeharness/components"
+
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // TestTwoServersSurviveDatastorePause (issue 18, scenario 2): two servers
@@ -97,7 +99,7 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 		for i, s := range servers {
 			select {
 			case <-s.exited:
-				t.Fatalf("server %s exited %s: %v\n%s", names[i], when, s.exitErr, tail(s.stderr.String(), 40))
+				t.Fatalf("server %s exited %s: %v\n%s", names[i], when, s.exitErr, testenv.Tail(s.stderr.String(), 40))
 			default:
 			}
 		}
@@ -179,7 +181,7 @@ func TestTwoServersSurviveDatastorePause(t *testing.T) {
 	}
 	for i, s := range servers {
 		code, took := s.wait(30 * time.Second)
-		assert.Equal(t, 0, code, "server %s's exit code after SIGTERM (took %s)\n%s", names[i], took, tail(s.stderr.String(), 30))
+		assert.Equal(t, 0, code, "server %s's exit code after SIGTERM (took %s)\n%s", names[i], took, testenv.Tail(s.stderr.String(), 30))
 	}
 }
 

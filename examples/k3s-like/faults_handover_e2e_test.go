@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeharness/kubeharness/components"
+
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // TestTwoServersHandOverFromPausedLeader (issue 18, scenario 2, with a real
@@ -85,7 +87,7 @@ func TestTwoServersHandOverFromPausedLeader(t *testing.T) {
 	for i, s := range servers {
 		select {
 		case <-s.exited:
-			t.Fatalf("server %s exited: %v\n%s", names[i], s.exitErr, tail(s.stderr.String(), 40))
+			t.Fatalf("server %s exited: %v\n%s", names[i], s.exitErr, testenv.Tail(s.stderr.String(), 40))
 		default:
 		}
 	}
@@ -129,7 +131,7 @@ func TestTwoServersHandOverFromPausedLeader(t *testing.T) {
 	}
 	for i, s := range servers {
 		code, took := s.wait(30 * time.Second)
-		assert.Equal(t, 0, code, "server %s's exit code after SIGTERM (took %s)\n%s", names[i], took, tail(s.stderr.String(), 30))
+		assert.Equal(t, 0, code, "server %s's exit code after SIGTERM (took %s)\n%s", names[i], took, testenv.Tail(s.stderr.String(), 30))
 	}
 }
 

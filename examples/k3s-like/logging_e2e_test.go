@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // TestJSONLogsAndSystemd runs the server as systemd would (Type=notify)
@@ -76,7 +78,7 @@ func TestJSONLogsAndSystemd(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			raw, _ := os.ReadFile(logFile)
-			t.Logf("%s (last 40 lines):\n%s", logFile, tail(string(raw), 40))
+			t.Logf("%s (last 40 lines):\n%s", logFile, testenv.Tail(string(raw), 40))
 		}
 	})
 	s.start("--logging-format=json", "--log="+logFile, "--kube-apiserver-arg=service-account-max-token-expiration=48h")

@@ -27,6 +27,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/upgradeplan"
 	"github.com/kubeharness/kubeharness/scoping"
+
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // The objects the rehearsal creates, across API groups served by both
@@ -391,7 +393,7 @@ func stopServer(t *testing.T, s *server) {
 	t.Helper()
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(30 * time.Second)
-	require.Equal(t, 0, code, tail(s.stderr.String(), 20))
+	require.Equal(t, 0, code, testenv.Tail(s.stderr.String(), 20))
 }
 
 // binaryMinor is "1.NN" from `bin --version`.

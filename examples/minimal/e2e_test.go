@@ -82,7 +82,7 @@ func TestMinimal(t *testing.T) {
 		cancelKill()
 		<-exited
 		if t.Failed() {
-			t.Logf("minimal stderr (last 60 lines):\n%s", tail(log.String(), 60))
+			t.Logf("minimal stderr (last 60 lines):\n%s", testenv.Tail(log.String(), 60))
 		}
 	})
 
@@ -151,9 +151,4 @@ func TestMinimal(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("minimal did not exit within 30 s of SIGTERM")
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

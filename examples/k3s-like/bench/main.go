@@ -673,14 +673,6 @@ func killAll(procs []*exec.Cmd) {
 	}
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // procLogs keeps each process's output apart, for the failure message.
 type procLogs struct {
 	names []string
@@ -701,7 +693,7 @@ func (l *procLogs) for_(name string) io.Writer {
 func (l *procLogs) tails(n int) string {
 	var sb strings.Builder
 	for _, name := range l.names {
-		fmt.Fprintf(&sb, "--- %s ---\n%s\n", name, lastLines(l.bufs[name].String(), n))
+		fmt.Fprintf(&sb, "--- %s ---\n%s\n", name, testenv.Tail(l.bufs[name].String(), n))
 	}
 	return sb.String()
 }

@@ -1,4 +1,6 @@
-package components
+// Package fence bounds a component's API requests once the component was
+// asked to stop: the Fence. See Fence for why upstream needs it.
+package fence
 
 import (
 	"context"
@@ -15,27 +17,10 @@ import (
 	"k8s.io/client-go/transport"
 )
 
-// stopGrace is how long each of a component's API requests may take once
-// the component was asked to stop (or lost its lease) before requestFence
-// ends it, and how long each of kube-apiserver's reconciler writes may
-// take then (fencedStorage). With the datastore answering, those requests and
-// clean-ups take milliseconds; with it gone, they would wait for
-// upstream's own bounds: a request timeout of 60 s, a token request with
-// no context at all.
-const stopGrace = time.Second
-
-// servedGrace is how long each request kube-apiserver serves may still
-// take once it was asked to stop (requestFence.handler): longer than
-// stopGrace, so that a client's request that answers in a few seconds with
-// the datastore answering still does, and short enough that the
-// apiserver's stop, which waits for every request in flight, fits its
-// stop timeout (8 s in k3s-like) with the datastore gone.
-const servedGrace = 3 * time.Second
-
-// requestFence bounds the HTTP requests made through the rest.Configs it
+// Fence bounds the HTTP requests made through the rest.Configs it
 // wrapped once the component was asked to stop: from then on, a request
 // in flight, or made later, fails if it has not answered within the
-// fence's grace (stopGrace), with the stop as its cause. A request that
+// fence's grace, with the stop as its cause. A request that
 // answers in time is not touched, so a stop with the datastore answering
 // changes nothing — a controller-manager stopped while it still builds its
 // controllers builds them all, as upstream expects (failing those requests
@@ -58,9 +43,9 @@ const servedGrace = 3 * time.Second
 // grace. The apiserver is past its start-up by then (it stops only once it
 // was ready), so only its stopping controllers make such requests.
 //
-// handler bounds, the same way, the requests a server serves: kube-
+// Handler bounds, the same way, the requests a server serves: kube-
 // apiserver's own, whose graceful stop waits for each of them.
-type requestFence struct {
+type Fence struct {
 	grace   time.Duration
 	stopped context.Context // ends, with its cause, when the component was asked to stop
 	stop    context.CancelCauseFunc
@@ -68,12 +53,12 @@ type requestFence struct {
 	close   context.CancelCauseFunc
 }
 
-// newRequestFence returns a fence whose requests get grace once stopped;
+// New returns a fence whose requests get grace once stopped;
 // with closes, requests made after that grace fail at once.
-func newRequestFence(grace time.Duration, closes bool) *requestFence {
+func New(grace time.Duration, closes bool) *Fence {
 	stopped, stop := context.WithCancelCause(context.Background())
 	closed, closeFn := context.WithCancelCause(context.Background())
-	f := &requestFence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn}
+	f := &Fence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn}
 	if closes {
 		context.AfterFunc(stopped, func() {
 			time.AfterFunc(grace, func() { closeFn(context.Cause(stopped)) })
@@ -82,21 +67,25 @@ func newRequestFence(grace time.Duration, closes bool) *requestFence {
 	return f
 }
 
-// wrap bounds every request through cfg (and copies of cfg made later).
-// Clients built from cfg before wrap are not affected.
-func (f *requestFence) wrap(cfg *rest.Config) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f, next: rt} })
+// Stopped returns a context that ends, with its cause, when the fence was
+// marked stopped.
+func (f *Fence) Stopped() context.Context { return f.stopped }
+
+// Wrap bounds every request through cfg (and copies of cfg made later).
+// Clients built from cfg before Wrap are not affected.
+func (f *Fence) Wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &roundTripper{fence: f, next: rt} })
 }
 
-// wrapDelegatedAuth fences the clients upstream makes for delegated
+// WrapDelegatedAuth fences the clients upstream makes for delegated
 // authentication and authorization (--authentication-kubeconfig,
 // --authorization-kubeconfig): the scheduler's and controller-manager's
 // Config reads the extension-apiserver-authentication ConfigMap through
 // them with context.TODO(), so a stop while the datastore does not answer
 // would wait for the apiserver's request timeout. A wrapper already set
 // is kept, under this one.
-func (f *requestFence) wrapDelegatedAuth(authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) {
-	wrap := func(rt http.RoundTripper) http.RoundTripper { return &fencedRoundTripper{fence: f, next: rt} }
+func (f *Fence) WrapDelegatedAuth(authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) {
+	wrap := func(rt http.RoundTripper) http.RoundTripper { return &roundTripper{fence: f, next: rt} }
 	if authn != nil {
 		authn.CustomRoundTripperFn = transport.Wrappers(authn.CustomRoundTripperFn, wrap)
 	}
@@ -105,24 +94,24 @@ func (f *requestFence) wrapDelegatedAuth(authn *apiserveroptions.DelegatingAuthe
 	}
 }
 
-// markStopped starts the grace of every request, with a cause naming
+// MarkStopped starts the grace of every request, with a cause naming
 // component and why. Later calls change nothing.
-func (f *requestFence) markStopped(component, why string) {
+func (f *Fence) MarkStopped(component, why string) {
 	f.stop(fmt.Errorf("%s %s: its API requests get %s to answer", component, why, f.grace))
 }
 
-// stopWhen marks the fence stopped when ctx ends (see markStopped). The
+// StopWhen marks the fence stopped when ctx ends (see MarkStopped). The
 // returned func cancels that, for when the component returned first.
-func (f *requestFence) stopWhen(ctx context.Context, component string) (cancel func()) {
-	return f.stopAfter(ctx, component, nil)
+func (f *Fence) StopWhen(ctx context.Context, component string) (cancel func()) {
+	return f.StopAfter(ctx, component, nil)
 }
 
-// stopAfter is stopWhen, but once ctx ended it waits for gate to be closed
+// StopAfter is StopWhen, but once ctx ended it waits for gate to be closed
 // too (no wait with a nil gate): kube-controller-manager's lost lease
 // while upstream still builds its controllers, whose requests must not
-// fail then (ControllerManager.Run). The returned func cancels it, the
+// fail then (the controller-manager adapter's Run). The returned func cancels it, the
 // wait included.
-func (f *requestFence) stopAfter(ctx context.Context, component string, gate <-chan struct{}) (cancel func()) {
+func (f *Fence) StopAfter(ctx context.Context, component string, gate <-chan struct{}) (cancel func()) {
 	cancelled := make(chan struct{})
 	unhook := context.AfterFunc(ctx, func() {
 		if gate != nil {
@@ -136,7 +125,7 @@ func (f *requestFence) stopAfter(ctx context.Context, component string, gate <-c
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			why = "stopped (" + cause.Error() + ")"
 		}
-		f.markStopped(component, why)
+		f.MarkStopped(component, why)
 	})
 	var once sync.Once
 	return func() {
@@ -145,16 +134,16 @@ func (f *requestFence) stopAfter(ctx context.Context, component string, gate <-c
 	}
 }
 
-// fencedRoundTripper gives each request grace once its fence is stopped.
-type fencedRoundTripper struct {
-	fence *requestFence
+// roundTripper gives each request grace once its fence is stopped.
+type roundTripper struct {
+	fence *Fence
 	next  http.RoundTripper
 }
 
 // RoundTrip sends req under a context that also ends grace after the
 // fence stopped (or after req was made, if later); the response body, when
 // closed, releases it.
-func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := rt.fence
 	if err := context.Cause(f.closed); err != nil {
 		return nil, err
@@ -176,7 +165,7 @@ func (rt *fencedRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 // cause, grace after the fence stopped (or after bound was called, if
 // later). release stops that and cancels the context; call it once the
 // work under it is done.
-func (f *requestFence) bound(parent context.Context) (ctx context.Context, release func()) {
+func (f *Fence) bound(parent context.Context) (ctx context.Context, release func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	var (
 		mu       sync.Mutex
@@ -202,16 +191,16 @@ func (f *requestFence) bound(parent context.Context) (ctx context.Context, relea
 	}
 }
 
-// handler bounds each request h serves as bound does: once the fence
+// Handler bounds each request h serves as bound does: once the fence
 // stopped, a request still being served after the grace has its context
 // cancelled, with the fence's cause. For kube-apiserver's own handler
-// chain (APIServer.Run): upstream's graceful stop waits until every
+// chain (the apiserver adapter's Run): upstream's graceful stop waits until every
 // request in flight has returned — each bounded only by the request
 // timeout (60 s) — and with the datastore gone, any client's write in
 // flight at the SIGTERM (a kubelet's, kubectl's) waits in etcd's client
 // for that long. Cancelling its context ends the etcd call, the handler
 // answers with an error, and the drain completes.
-func (f *requestFence) handler(h http.Handler) http.Handler {
+func (f *Fence) Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, release := f.bound(r.Context())
 		defer release()
@@ -221,9 +210,9 @@ func (f *requestFence) handler(h http.Handler) http.Handler {
 
 // WrappedRoundTripper is utilnet.RoundTripperWrapper's: client-go finds the
 // transport underneath through it.
-func (rt *fencedRoundTripper) WrappedRoundTripper() http.RoundTripper { return rt.next }
+func (rt *roundTripper) WrappedRoundTripper() http.RoundTripper { return rt.next }
 
-var _ utilnet.RoundTripperWrapper = &fencedRoundTripper{}
+var _ utilnet.RoundTripperWrapper = &roundTripper{}
 
 // releasingBody releases a fenced request's context when the body is
 // closed.
@@ -232,6 +221,7 @@ type releasingBody struct {
 	release func()
 }
 
+// Close closes the body and releases the request's context.
 func (b *releasingBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.release()

@@ -1,4 +1,4 @@
-package components
+package fence
 
 import (
 	"context"
@@ -56,14 +56,14 @@ func TestFenceEndsRequestsAfterGrace(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
 	const grace = 300 * time.Millisecond
-	f := newRequestFence(grace, false)
-	f.wrap(cfg)
+	f := New(grace, false)
+	f.Wrap(cfg)
 	copied := rest.CopyConfig(cfg)
 
 	require.NoError(t, fencedGet(cfg, "/ok"), "before the stop")
 
 	ctx, stop := context.WithCancel(context.Background())
-	defer f.stopWhen(ctx, "test-component")()
+	defer f.StopWhen(ctx, "test-component")()
 	hung := make(chan error, 1)
 	go func() { hung <- fencedGet(copied, "/hang") }()
 	time.Sleep(100 * time.Millisecond) // in flight
@@ -95,9 +95,9 @@ func TestFenceCloses(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
 	const grace = 200 * time.Millisecond
-	f := newRequestFence(grace, true)
-	f.wrap(cfg)
-	f.markStopped("kube-apiserver", "was asked to stop")
+	f := New(grace, true)
+	f.Wrap(cfg)
+	f.MarkStopped("kube-apiserver", "was asked to stop")
 	require.NoError(t, fencedGet(cfg, "/ok"), "within the grace")
 	<-f.closed.Done()
 	start := time.Now()
@@ -108,18 +108,18 @@ func TestFenceCloses(t *testing.T) {
 }
 
 // TestFenceCause: the cause names a lost lease when that stopped the
-// component; stopWhen cancelled first leaves the fence open.
+// component; StopWhen cancelled first leaves the fence open.
 func TestFenceCause(t *testing.T) {
-	f := newRequestFence(time.Millisecond, false)
+	f := New(time.Millisecond, false)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	defer f.stopWhen(ctx, "kube-controller-manager")()
-	cancel(ErrLeaseLost)
+	defer f.StopWhen(ctx, "kube-controller-manager")()
+	cancel(errors.New("lost the leader-election lease"))
 	<-f.stopped.Done()
 	assert.EqualError(t, context.Cause(f.stopped), "kube-controller-manager stopped (lost the leader-election lease): its API requests get 1ms to answer")
 
-	g := newRequestFence(time.Millisecond, false)
+	g := New(time.Millisecond, false)
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	g.stopWhen(ctx2, "kube-controller-manager")()
+	g.StopWhen(ctx2, "kube-controller-manager")()
 	cancel2()
 	time.Sleep(20 * time.Millisecond)
 	assert.NoError(t, g.stopped.Err(), "stopped although stopWhen was cancelled first")
@@ -130,11 +130,11 @@ func TestFenceCause(t *testing.T) {
 // kube-controller-manager builds its controllers); cancelling first leaves
 // it open and ends the wait.
 func TestFenceStopAfterGate(t *testing.T) {
-	f := newRequestFence(time.Millisecond, false)
+	f := New(time.Millisecond, false)
 	gate := make(chan struct{})
 	ctx, cancel := context.WithCancelCause(context.Background())
-	defer f.stopAfter(ctx, "kube-controller-manager", gate)()
-	cancel(ErrLeaseLost)
+	defer f.StopAfter(ctx, "kube-controller-manager", gate)()
+	cancel(errors.New("lost the leader-election lease"))
 	time.Sleep(100 * time.Millisecond)
 	assert.NoError(t, f.stopped.Err(), "stopped before the gate opened")
 	close(gate)
@@ -145,25 +145,13 @@ func TestFenceStopAfterGate(t *testing.T) {
 		t.Fatal("not stopped once the gate opened")
 	}
 
-	g := newRequestFence(time.Millisecond, false)
+	g := New(time.Millisecond, false)
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	stopWaiting := g.stopAfter(ctx2, "kube-controller-manager", make(chan struct{}))
+	stopWaiting := g.StopAfter(ctx2, "kube-controller-manager", make(chan struct{}))
 	cancel2()
 	time.Sleep(20 * time.Millisecond) // waiting for the gate now
 	stopWaiting()                     // goleak: the wait ends
 	assert.NoError(t, g.stopped.Err())
-}
-
-// TestListsCheck: a verbose /healthz lists the controllers' checks once
-// they were built, passing or failing; the base checks do not count.
-func TestListsCheck(t *testing.T) {
-	known := map[string]bool{"namespace-controller": true, "deployment-controller": true}
-	before := "[+]ping ok\n[+]log ok\nhealthz check passed\n"
-	assert.False(t, listsCheck(before, known))
-	assert.False(t, listsCheck("", known))
-	assert.False(t, listsCheck("[+]namespace-controllers ok\n", known), "a prefix of a name is not the name")
-	assert.True(t, listsCheck("[+]ping ok\n[+]log ok\n[+]namespace-controller ok\nhealthz check passed\n", known))
-	assert.True(t, listsCheck("[+]ping ok\n[-]deployment-controller failed: reason withheld\nhealthz check failed\n", known))
 }
 
 // TestFenceKeepsRequestContext: a request cancelled by its own context
@@ -171,7 +159,7 @@ func TestListsCheck(t *testing.T) {
 func TestFenceKeepsRequestContext(t *testing.T) {
 	srv := hangingServer(t)
 	cfg := &rest.Config{Host: srv.URL}
-	newRequestFence(time.Hour, false).wrap(cfg)
+	New(time.Hour, false).Wrap(cfg)
 	client, err := rest.HTTPClientFor(cfg)
 	require.NoError(t, err)
 	defer client.CloseIdleConnections()
@@ -191,9 +179,9 @@ func TestFenceKeepsRequestContext(t *testing.T) {
 // not touched; one that arrives after the stop gets grace of its own.
 func TestFenceBoundsServedRequests(t *testing.T) {
 	const grace = 300 * time.Millisecond
-	f := newRequestFence(grace, false)
+	f := New(grace, false)
 	causes := make(chan error, 2)
-	srv := httptest.NewServer(f.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(f.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" { // a write waiting for a datastore that is gone
 			<-r.Context().Done()
 			causes <- context.Cause(r.Context())
@@ -221,7 +209,7 @@ func TestFenceBoundsServedRequests(t *testing.T) {
 	case <-time.After(3 * grace):
 	}
 	stopped := time.Now()
-	f.markStopped("kube-apiserver", "was asked to stop")
+	f.MarkStopped("kube-apiserver", "was asked to stop")
 	select {
 	case code := <-hung:
 		took := time.Since(stopped)
@@ -239,78 +227,6 @@ func TestFenceBoundsServedRequests(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), grace, "a request that arrives after the stop has grace of its own")
 	assert.Less(t, time.Since(start), grace+2*time.Second)
 	assert.Error(t, <-causes)
-}
-
-// TestFencedStorage: a storage call that answers returns its own result,
-// whatever the fence; one blocked on etcd at the stop fails once
-// it had its grace, and the storage is closed (once, on a goroutine of its
-// own that wait joins); later calls fail at once; upstream's Destroy after
-// that does not wait for the close.
-func TestFencedStorage(t *testing.T) {
-	const grace = 100 * time.Millisecond
-	stoppedFence := func() context.Context {
-		f := newRequestFence(grace, false)
-		f.markStopped("kube-apiserver", "was asked to stop")
-		return f.stopped
-	}
-	t.Run("answers", func(t *testing.T) {
-		destroyed := 0
-		s := newFencedStorage(newRequestFence(grace, false).stopped, grace, func() { destroyed++ })
-		require.NoError(t, s.call("updating x", func() error { return nil }))
-		boom := errors.New("boom")
-		assert.ErrorIs(t, newFencedStorage(stoppedFence(), grace, func() { destroyed++ }).call("updating x", func() error { return boom }), boom)
-		assert.Zero(t, destroyed)
-		s.Destroy()
-		assert.Equal(t, 1, destroyed, "Destroy without a stuck call is the reconciler's")
-		assert.True(t, s.wait(time.Millisecond))
-	})
-	t.Run("open fence waits", func(t *testing.T) {
-		s := newFencedStorage(newRequestFence(grace, false).stopped, grace, func() { t.Error("destroyed with the fence open") })
-		release := make(chan struct{})
-		done := make(chan error, 1)
-		go func() { done <- s.call("updating x", func() error { <-release; return nil }) }()
-		select {
-		case <-done:
-			t.Fatal("returned while the call was blocked and the fence open")
-		case <-time.After(3 * grace):
-		}
-		close(release)
-		require.NoError(t, <-done)
-	})
-	t.Run("blocked at the stop", func(t *testing.T) {
-		f := newRequestFence(grace, false)
-		closed := make(chan struct{})
-		destroys := 0
-		s := newFencedStorage(f.stopped, grace, func() { destroys++; close(closed); time.Sleep(3 * grace) }) // a slow close
-		errClosed := errors.New("grpc: the client connection is closing")
-		go func() { time.Sleep(grace / 2); f.markStopped("kube-apiserver", "was asked to stop") }()
-		start := time.Now()
-		err := s.call("updating the peer lease", func() error { <-closed; return errClosed })
-		require.ErrorIs(t, err, errClosed)
-		assert.Contains(t, err.Error(), "updating the peer lease: no answer from etcd 100ms after the stop (kube-apiserver was asked to stop: its API requests get 100ms to answer); closed the reconciler's etcd client")
-		assert.GreaterOrEqual(t, time.Since(start), grace+grace/2, "closed before the call had its grace after the stop")
-		assert.Less(t, time.Since(start), grace+time.Second)
-
-		start = time.Now()
-		err = s.call("removing the peer lease", func() error { t.Error("called on a closed storage"); return nil })
-		require.ErrorContains(t, err, "not tried: its etcd client was closed at the stop")
-		s.Destroy() // upstream's hook, while the close still runs
-		assert.Less(t, time.Since(start), grace, "waited for the close")
-		assert.False(t, s.wait(time.Millisecond), "the close is still running")
-		assert.True(t, s.wait(10*grace))
-		assert.Equal(t, 1, destroys)
-	})
-	t.Run("blocked for good", func(t *testing.T) {
-		never := make(chan struct{})
-		defer close(never) // let the goroutine go at the end, for goleak
-		s := newFencedStorage(stoppedFence(), grace, func() {})
-		start := time.Now()
-		err := s.call("removing the peer lease", func() error { <-never; return nil })
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "the call is left to etcd's client")
-		assert.Less(t, time.Since(start), 2*grace+time.Second)
-		assert.True(t, s.wait(time.Second))
-	})
 }
 
 // BenchmarkFencedRoundTrip measures what the fence adds to a request, on
@@ -334,11 +250,11 @@ func BenchmarkFencedRoundTrip(b *testing.B) {
 	}
 	b.Run("plain", func(b *testing.B) { run(b, answer) })
 	b.Run("fenced", func(b *testing.B) {
-		run(b, &fencedRoundTripper{fence: newRequestFence(stopGrace, true), next: answer})
+		run(b, &roundTripper{fence: New(time.Second, true), next: answer})
 	})
 }
 
-// BenchmarkFencedHandler measures what requestFence.handler adds to each
+// BenchmarkFencedHandler measures what Fence.Handler adds to each
 // request kube-apiserver serves, on a handler that answers at once:
 // compare bounded with plain in one run, go test -bench FencedHandler.
 func BenchmarkFencedHandler(b *testing.B) {
@@ -351,5 +267,11 @@ func BenchmarkFencedHandler(b *testing.B) {
 		}
 	}
 	b.Run("plain", func(b *testing.B) { run(b, answer) })
-	b.Run("bounded", func(b *testing.B) { run(b, newRequestFence(servedGrace, false).handler(answer)) })
+	b.Run("bounded", func(b *testing.B) { run(b, New(3*time.Second, false).Handler(answer)) })
 }
+
+// roundTripperFunc is an http.RoundTripper of a func.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,4 +1,7 @@
-package components
+// Package guard bounds kube-apiserver's reconcilers' etcd calls once the
+// apiserver was asked to stop: a Guard per reconciler, and the two
+// reconciler wrappers that use one (PeerReconciler, EndpointReconciler).
+package guard
 
 import (
 	"context"
@@ -26,8 +29,8 @@ import (
 // (upstream's "don't block server shutdown forever" timeouts are never
 // reached). The hooks run one after the other.
 //
-// The adapter wraps both reconcilers (fencedStorage): once the apiserver
-// was asked to stop, a storage call that has not answered within stopGrace
+// The adapter wraps both reconcilers (Guard): once the apiserver
+// was asked to stop, a storage call that has not answered within its grace
 // returns an error, which releases the lock, so the hooks return; and the
 // reconciler's storage is closed.
 // What upstream does not allow: ending the etcd call itself. It has no
@@ -36,14 +39,14 @@ import (
 // connection is closing" for a cancelled context and goes on), so that
 // goroutine stays until the process exits.
 
-// fencedStorage bounds one reconciler's etcd calls once the apiserver was
-// asked to stop (stopped ends): call runs them, closing the reconciler's
+// Guard bounds one reconciler's etcd calls once the apiserver was
+// asked to stop (stopped ends): Call runs them, closing the reconciler's
 // storage when one is stuck at the stop. Destroy (the reconciler's) may itself block for
 // seconds with etcd gone — closing an etcd client waits for its
 // connections — so it runs on a goroutine of its own, which the adapter
-// waits for at the end of its Run (wait), and a later Destroy from
+// waits for at the end of its Run (Wait), and a later Destroy from
 // upstream's hooks does not wait for it.
-type fencedStorage struct {
+type Guard struct {
 	stopped context.Context
 	grace   time.Duration
 	destroy func() // the reconciler's own Destroy
@@ -52,17 +55,19 @@ type fencedStorage struct {
 	destroyed chan struct{} // closed when that destroy returned
 }
 
-func newFencedStorage(stopped context.Context, grace time.Duration, destroy func()) *fencedStorage {
-	return &fencedStorage{stopped: stopped, grace: grace, destroy: destroy, destroyed: make(chan struct{})}
+// NewGuard returns a guard of destroy, the reconciler's Destroy, whose
+// calls get grace once stopped ended.
+func NewGuard(stopped context.Context, grace time.Duration, destroy func()) *Guard {
+	return &Guard{stopped: stopped, grace: grace, destroy: destroy, destroyed: make(chan struct{})}
 }
 
-// call runs c. If c has not answered grace after the stop (or after it
+// Call runs c. If c has not answered grace after the stop (or after it
 // started, if that was later), it starts closing the storage — which makes
 // a blocked etcd call fail, unless the etcd client retries it under a
 // context that never ends, as the reconcilers' do — and waits up to grace
 // more for c. It returns c's error, or one saying what was done. Once the
 // storage is closing, later calls fail at once without calling c.
-func (f *fencedStorage) call(what string, c func() error) error {
+func (f *Guard) Call(what string, c func() error) error {
 	if f.closing.Load() {
 		return fmt.Errorf("%s: not tried: its etcd client was closed at the stop (%s)", what, context.Cause(f.stopped))
 	}
@@ -96,18 +101,18 @@ func (f *fencedStorage) call(what string, c func() error) error {
 	}
 }
 
-// Destroy is the reconciler's Destroy, unless call already started it:
-// then it returns at once (wait waits for it).
-func (f *fencedStorage) Destroy() {
+// Destroy is the reconciler's Destroy, unless Call already started it:
+// then it returns at once (Wait waits for it).
+func (f *Guard) Destroy() {
 	if f.closing.Load() {
 		return
 	}
 	f.destroy()
 }
 
-// wait waits up to budget for a destroy call started and reports whether
+// Wait waits up to budget for a destroy call started and reports whether
 // none is still running.
-func (f *fencedStorage) wait(budget time.Duration) bool {
+func (f *Guard) Wait(budget time.Duration) bool {
 	if !f.closing.Load() {
 		return true
 	}
@@ -121,57 +126,65 @@ func (f *fencedStorage) wait(budget time.Duration) bool {
 	}
 }
 
-// fencedPeerReconciler is a PeerEndpointLeaseReconciler whose storage
-// calls are bounded once the apiserver was asked to stop (fencedStorage).
-type fencedPeerReconciler struct {
+// PeerReconciler is a PeerEndpointLeaseReconciler whose storage
+// calls are bounded once the apiserver was asked to stop (Guard).
+type PeerReconciler struct {
 	peerreconcilers.PeerEndpointLeaseReconciler
-	storage *fencedStorage
+	guard *Guard
 }
 
-func newFencedPeerReconciler(r peerreconcilers.PeerEndpointLeaseReconciler, stopped context.Context, grace time.Duration) fencedPeerReconciler {
-	return fencedPeerReconciler{PeerEndpointLeaseReconciler: r, storage: newFencedStorage(stopped, grace, r.Destroy)}
+// NewPeerReconciler guards r's storage calls (see Guard).
+func NewPeerReconciler(r peerreconcilers.PeerEndpointLeaseReconciler, stopped context.Context, grace time.Duration) PeerReconciler {
+	return PeerReconciler{PeerEndpointLeaseReconciler: r, guard: NewGuard(stopped, grace, r.Destroy)}
 }
 
-// UpdateLease refreshes this server's peer-endpoint lease (fencedStorage).
-func (r fencedPeerReconciler) UpdateLease(serverID, ip string, endpointPorts []corev1.EndpointPort) error {
-	return r.storage.call("updating the peer-endpoint lease of "+serverID,
+// UpdateLease refreshes this server's peer-endpoint lease (Guard).
+func (r PeerReconciler) UpdateLease(serverID, ip string, endpointPorts []corev1.EndpointPort) error {
+	return r.guard.Call("updating the peer-endpoint lease of "+serverID,
 		func() error { return r.PeerEndpointLeaseReconciler.UpdateLease(serverID, ip, endpointPorts) })
 }
 
-// RemoveLease removes this server's peer-endpoint lease (fencedStorage).
-func (r fencedPeerReconciler) RemoveLease(serverID string) error {
-	return r.storage.call("removing the peer-endpoint lease of "+serverID,
+// RemoveLease removes this server's peer-endpoint lease (Guard).
+func (r PeerReconciler) RemoveLease(serverID string) error {
+	return r.guard.Call("removing the peer-endpoint lease of "+serverID,
 		func() error { return r.PeerEndpointLeaseReconciler.RemoveLease(serverID) })
 }
 
-// Destroy closes the reconciler's storage (fencedStorage.Destroy).
-func (r fencedPeerReconciler) Destroy() { r.storage.Destroy() }
+// Destroy closes the reconciler's storage (Guard.Destroy).
+func (r PeerReconciler) Destroy() { r.guard.Destroy() }
 
-// fencedEndpointReconciler is an EndpointReconciler whose etcd calls are
-// bounded once the apiserver was asked to stop (fencedStorage).
-type fencedEndpointReconciler struct {
+// EndpointReconciler is an EndpointReconciler whose etcd calls are
+// bounded once the apiserver was asked to stop (Guard).
+type EndpointReconciler struct {
 	reconcilers.EndpointReconciler
-	storage *fencedStorage
+	guard *Guard
 }
 
-func newFencedEndpointReconciler(r reconcilers.EndpointReconciler, stopped context.Context, grace time.Duration) fencedEndpointReconciler {
-	return fencedEndpointReconciler{EndpointReconciler: r, storage: newFencedStorage(stopped, grace, r.Destroy)}
+// NewEndpointReconciler guards r's storage calls (see Guard).
+func NewEndpointReconciler(r reconcilers.EndpointReconciler, stopped context.Context, grace time.Duration) EndpointReconciler {
+	return EndpointReconciler{EndpointReconciler: r, guard: NewGuard(stopped, grace, r.Destroy)}
 }
 
-// ReconcileEndpoints reconciles serviceName's endpoints (fencedStorage).
-func (r fencedEndpointReconciler) ReconcileEndpoints(serviceName string, ip net.IP, endpointPorts []corev1.EndpointPort, reconcilePorts bool) error {
-	return r.storage.call("reconciling the endpoints of the "+serviceName+" service",
+// ReconcileEndpoints reconciles serviceName's endpoints (Guard).
+func (r EndpointReconciler) ReconcileEndpoints(serviceName string, ip net.IP, endpointPorts []corev1.EndpointPort, reconcilePorts bool) error {
+	return r.guard.Call("reconciling the endpoints of the "+serviceName+" service",
 		func() error {
 			return r.EndpointReconciler.ReconcileEndpoints(serviceName, ip, endpointPorts, reconcilePorts)
 		})
 }
 
 // RemoveEndpoints removes this server's address from serviceName's
-// endpoints (fencedStorage).
-func (r fencedEndpointReconciler) RemoveEndpoints(serviceName string, ip net.IP, endpointPorts []corev1.EndpointPort) error {
-	return r.storage.call("removing "+ip.String()+" from the endpoints of the "+serviceName+" service",
+// endpoints (Guard).
+func (r EndpointReconciler) RemoveEndpoints(serviceName string, ip net.IP, endpointPorts []corev1.EndpointPort) error {
+	return r.guard.Call("removing "+ip.String()+" from the endpoints of the "+serviceName+" service",
 		func() error { return r.EndpointReconciler.RemoveEndpoints(serviceName, ip, endpointPorts) })
 }
 
-// Destroy closes the reconciler's storage (fencedStorage.Destroy).
-func (r fencedEndpointReconciler) Destroy() { r.storage.Destroy() }
+// Destroy closes the reconciler's storage (Guard.Destroy).
+func (r EndpointReconciler) Destroy() { r.guard.Destroy() }
+
+// Guard returns r's guard, for the adapter to Wait for at the end of its Run.
+func (r PeerReconciler) Guard() *Guard { return r.guard }
+
+// Guard returns r's guard, for the adapter to Wait for at the end of its Run.
+func (r EndpointReconciler) Guard() *Guard { return r.guard }
