@@ -381,8 +381,9 @@ func (r *run) stop(s *slot, inst *instance) {
 }
 
 // retire takes s's instance down: marked leaving, it waits until every
-// dependent's instance is down, then it is stopped — unless its Run
-// returned already (stopped false) — and marked down.
+// dependent's instance is down, then it is stopped — or, if its Run
+// returned already (stopped false), its context is cancelled — and marked
+// down.
 func (r *run) retire(s *slot, inst *instance) (err error, stopped bool) {
 	r.h.update(func() { s.leaving = true })
 	for {
@@ -394,6 +395,8 @@ func (r *run) retire(s *slot, inst *instance) (err error, stopped bool) {
 	}
 	if stopped = !inst.exited(); stopped {
 		err = r.stopInstance(s, inst)
+	} else {
+		inst.cancel(errStopping) // what Run left running on its context ends too
 	}
 	r.h.update(func() { s.up, s.leaving = false, false })
 	return err, stopped

@@ -366,3 +366,50 @@ func (s renewableStopper) Stop(ctx context.Context) error { return stopper{s.fak
 func (s renewableStopper) Renew() harness.Component {
 	return renewableStopper{s.renewable.Renew().(*renewable)}
 }
+
+// TestExitedRunContextEnds: a Run that returns on its own may leave work
+// on its context (upstream's servers close their listeners when it ends):
+// the harness cancels that context once the instance retires — after a
+// failure that stops the harness, and after one Recover keeps.
+func TestExitedRunContextEnds(t *testing.T) {
+	for _, kept := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			h, _ := newHarness(t)
+			if kept {
+				h.Recover = func(string, error) bool { return true }
+			}
+			ended := make(chan struct{})
+			runs := 0
+			var c *harness.Func
+			c = &harness.Func{ComponentName: "c", RunFunc: func(ctx context.Context) error {
+				runs++
+				if runs > 1 {
+					<-ctx.Done()
+					return nil
+				}
+				go func() { <-ctx.Done(); close(ended) }() // left on the context
+				return errBoom
+			}}
+			require.NoError(t, h.Add(renewableFunc{c}, nil))
+			stop, done := runUntil(t, h)
+			synctest.Wait()
+			select {
+			case <-ended:
+			default:
+				t.Fatalf("kept=%v: the context of the Run that returned was not cancelled", kept)
+			}
+			if !kept {
+				assert.ErrorIs(t, <-done, errBoom)
+				return
+			}
+			assert.Equal(t, 2, runs)
+			require.NoError(t, stop())
+		})
+	}
+}
+
+// renewableFunc is a harness.Func that Restart and Recover can start again
+// (the same value: its functions keep no state of a run).
+type renewableFunc struct{ *harness.Func }
+
+func (f renewableFunc) Renew() harness.Component { return f }
