@@ -38,6 +38,7 @@ import (
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/heldlog"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -387,9 +388,9 @@ func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
 		debug.SetMemoryLimit(limit)
 	}
 	// The harness's lines from before the barrier wait for the format it
-	// configures (heldLogs).
+	// configures (package heldlog).
 	var release func()
-	h.Logger, release = newHeldLogger()
+	h.Logger, release = heldlog.New()
 	defer release()
 	systemd := takeNotifySocket()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
