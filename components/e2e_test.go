@@ -34,6 +34,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/harness/harnesstest"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -161,7 +162,7 @@ func scenarioDeploy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 	result("start_to_ready", time.Since(start).Round(time.Millisecond))
 	result("process_to_ready", time.Since(processStart).Round(time.Millisecond))
 
@@ -178,7 +179,7 @@ func scenarioDeploy(t *testing.T) {
 	result("start_to_bound", time.Since(start).Round(time.Millisecond))
 
 	stopStart := time.Now()
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	result("stop", time.Since(stopStart).Round(time.Millisecond))
 	require.NoError(t, err, "a clean stop")
 	for _, c := range cp.h.Status().Components {
@@ -213,7 +214,7 @@ func scenarioThreeGates(t *testing.T) {
 		[]string{"--feature-gates=" + controllerGate + "=true"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 
 	// The process gate upstream reads.
 	for g := range gates {
@@ -305,7 +306,7 @@ func scenarioLeaseLost(t *testing.T) {
 		[]string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 	client, _ := adminClient(t, env)
 
 	// Another instance takes the lease over, for an hour.
@@ -456,8 +457,7 @@ func scenarioStopEarly(t *testing.T) {
 	rec := &logRecorder{}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), rec.logger(klog.Background())))
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	done := harnesstest.Start(ctx, h)
 
 	// A TLS handshake succeeds once the server serves; its post-start hooks
 	// start at the same moment and wait for caches for a few seconds.
@@ -473,7 +473,7 @@ func scenarioStopEarly(t *testing.T) {
 	state := h.Status().Components[0].State
 	result("state_at_cancel", state)
 	require.Equal(t, harness.Starting, state, "cancelled before the apiserver was ready (its Ready is held)")
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err)
 	// Whether the server's own readiness had come before the cancel depends
 	// on how long its post-start hooks took: reported, not asserted.
