@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/harness/harnesstest"
@@ -133,14 +134,11 @@ func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs
 		scheduler: components.NewScheduler(),
 		kcm:       components.NewControllerManager(),
 	}
-	require.NoError(t, cp.h.Add(cp.api, env.APIServerArgs(apiArgs...)))
-	deps := []string{components.APIServerName}
-	for _, c := range extra {
-		require.NoError(t, cp.h.Add(c, nil, components.APIServerName))
-		deps = append(deps, c.Name())
-	}
-	require.NoError(t, cp.h.Add(cp.scheduler, env.SchedulerArgs(schedArgs...), deps...))
-	require.NoError(t, cp.h.Add(cp.kcm, env.ControllerManagerArgs(kcmArgs...), deps...))
+	require.NoError(t, controlplane.Components{APIServer: cp.api, Extra: extra, Scheduler: cp.scheduler, ControllerManager: cp.kcm}.Add(cp.h, map[string][]string{
+		components.APIServerName:         env.APIServerArgs(apiArgs...),
+		components.SchedulerName:         env.SchedulerArgs(schedArgs...),
+		components.ControllerManagerName: env.ControllerManagerArgs(kcmArgs...),
+	}))
 	return cp
 }
 

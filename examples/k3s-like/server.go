@@ -295,47 +295,31 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		h.Recover = components.RecoverLostLease
 	}
 	cp := &controlPlane{h: h}
-	apiDeps := []string{}
 	if !o.externalDatastore() {
 		cp.db = etcd.New(o.etcdConfig())
-		if err := h.Add(cp.db, nil); err != nil {
-			return nil, err
-		}
-		apiDeps = append(apiDeps, cp.db.Name())
-	}
-	if err := h.Add(components.NewAPIServer(), args[components.APIServerName], apiDeps...); err != nil {
-		return nil, err
 	}
 	if !o.disableScheduler {
 		cp.scheduler = components.NewScheduler()
-		if err := h.Add(cp.scheduler, args[components.SchedulerName], components.APIServerName); err != nil {
-			return nil, err
-		}
 	}
 	if !o.disableKCM {
 		cp.kcm = components.NewControllerManager()
-		if err := h.Add(cp.kcm, args[components.ControllerManagerName], components.APIServerName); err != nil {
-			return nil, err
-		}
 	}
 	// KEP-3920 feature discovery: publish the plan as Feature objects once
 	// every other component is ready (it never fails the harness).
-	pubDeps := []string{components.APIServerName}
-	if cp.scheduler != nil {
-		pubDeps = append(pubDeps, components.SchedulerName)
-	}
-	if cp.kcm != nil {
-		pubDeps = append(pubDeps, components.ControllerManagerName)
-	}
 	pub := &featurepub.Publisher{
 		Server:       o.nodeName,
 		FieldManager: "k3s-like/" + o.nodeName,
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.adminKubeconfig(),
-		Plan:         func() *scoping.Plan { return h.Status().Plan },
 		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
 	}
-	if err := h.Add(pub, nil, pubDeps...); err != nil {
+	if err := (controlplane.Components{
+		Etcd:              cp.db,
+		APIServer:         components.NewAPIServer(),
+		Scheduler:         cp.scheduler,
+		ControllerManager: cp.kcm,
+		Publisher:         pub,
+	}).Add(h, args); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -557,17 +541,9 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 // writePKI creates the certificates, keys and kubeconfigs on first start and
 // reuses them after (components/pki), and writes the admin kubeconfig.
 func (o *serverOptions) writePKI() error {
-	cfg, err := controlplane.PKIConfig(o.layout(), o.settings())
-	if err != nil {
-		return err
-	}
-	files, err := pki.Ensure(cfg)
-	if err != nil {
-		return fmt.Errorf("certificates in %s: %w", cfg.Dir, err)
-	}
 	// The admin's kubeconfig is for users, on this host or another: it
 	// points at the advertised address, the components' at the local one.
-	if err := pki.WriteKubeconfig(o.adminKubeconfig(), o.settings().APIServerURL(), files.ServerCA.CertPEM(), files.Admin); err != nil {
+	if _, err := controlplane.EnsurePKI(o.layout(), o.settings(), o.adminKubeconfig()); err != nil {
 		return err
 	}
 	mode, err := parseFileMode(o.kubeconfigMode)
