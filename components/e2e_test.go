@@ -29,8 +29,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/harness/harnesstest"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -129,14 +131,11 @@ func newControlPlane(t *testing.T, env *testenv.ControlPlane, apiArgs, schedArgs
 		scheduler: components.NewScheduler(),
 		kcm:       components.NewControllerManager(),
 	}
-	require.NoError(t, cp.h.Add(cp.api, env.APIServerArgs(apiArgs...)))
-	deps := []string{components.APIServerName}
-	for _, c := range extra {
-		require.NoError(t, cp.h.Add(c, nil, components.APIServerName))
-		deps = append(deps, c.Name())
-	}
-	require.NoError(t, cp.h.Add(cp.scheduler, env.SchedulerArgs(schedArgs...), deps...))
-	require.NoError(t, cp.h.Add(cp.kcm, env.ControllerManagerArgs(kcmArgs...), deps...))
+	require.NoError(t, controlplane.Components{APIServer: cp.api, Extra: extra, Scheduler: cp.scheduler, ControllerManager: cp.kcm}.Add(cp.h, map[string][]string{
+		components.APIServerName:         env.APIServerArgs(apiArgs...),
+		components.SchedulerName:         env.SchedulerArgs(schedArgs...),
+		components.ControllerManagerName: env.ControllerManagerArgs(kcmArgs...),
+	}))
 	return cp
 }
 
@@ -158,7 +157,7 @@ func scenarioDeploy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	start := time.Now()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 	testenv.ChildResult("start_to_ready", time.Since(start).Round(time.Millisecond))
 	testenv.ChildResult("process_to_ready", time.Since(processStart).Round(time.Millisecond))
 
@@ -175,7 +174,7 @@ func scenarioDeploy(t *testing.T) {
 	testenv.ChildResult("start_to_bound", time.Since(start).Round(time.Millisecond))
 
 	stopStart := time.Now()
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	testenv.ChildResult("stop", time.Since(stopStart).Round(time.Millisecond))
 	require.NoError(t, err, "a clean stop")
 	for _, c := range cp.h.Status().Components {
@@ -210,7 +209,7 @@ func scenarioThreeGates(t *testing.T) {
 		[]string{"--feature-gates=" + controllerGate + "=true"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 
 	// The process gate upstream reads.
 	for g := range gates {
@@ -302,7 +301,7 @@ func scenarioLeaseLost(t *testing.T) {
 		[]string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 	client, _ := adminClient(t, env)
 
 	// Another instance takes the lease over, for an hour.
@@ -390,8 +389,7 @@ func scenarioStopEarly(t *testing.T) {
 	rec := &logRecorder{}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), rec.logger(klog.Background())))
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	done := harnesstest.Start(ctx, h)
 
 	// A TLS handshake succeeds once the server serves; its post-start hooks
 	// start at the same moment and wait for caches for a few seconds.
@@ -407,7 +405,7 @@ func scenarioStopEarly(t *testing.T) {
 	state := h.Status().Components[0].State
 	testenv.ChildResult("state_at_cancel", state)
 	require.Equal(t, harness.Starting, state, "cancelled before the apiserver was ready (its Ready is held)")
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err)
 	// Whether the server's own readiness had come before the cancel depends
 	// on how long its post-start hooks took: reported, not asserted.

@@ -83,41 +83,6 @@ func keepLog(t *testing.T, path string) {
 	}
 }
 
-// startHarness runs h in a goroutine and waits until every component is
-// ready, or fails t. It returns Run's result channel.
-func startHarness(t *testing.T, ctx context.Context, h *harness.Harness, timeout time.Duration) <-chan error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	deadline := time.After(timeout)
-	for {
-		if h.Status().Ready() {
-			return done
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("harness returned before every component was ready: %v", err)
-		case <-deadline:
-			t.Fatalf("not ready within %s: %+v", timeout, h.Status().Components)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// stopHarness cancels the harness's context and returns what Run returned,
-// or fails t if Run did not return within timeout.
-func stopHarness(t *testing.T, cancel context.CancelFunc, done <-chan error, timeout time.Duration) error {
-	t.Helper()
-	cancel()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(timeout):
-		t.Fatalf("the harness did not return within %s of cancel", timeout)
-		return nil
-	}
-}
-
 // controlPlane is the three adapters, added to a harness in the order and
 // with the dependencies a distro would use.
 type controlPlane struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/harness/harnesstest"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -47,7 +48,7 @@ func scenarioRestartScheduler(t *testing.T) {
 	cp := newControlPlane(t, env, nil, []string{"--leader-elect-lease-duration=15s"}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, cp.h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 	client, _ := adminClient(t, env)
 	require.NoError(t, testenv.CreateReadyNode(context.Background(), client, "node-1"))
 	assert.Equal(t, int32(15), leaseSeconds(t, client), "the first scheduler's lease duration")
@@ -109,7 +110,7 @@ profiles:
 	require.NoError(t, err)
 	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=after-conflict", 1, "", time.Minute))
 
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")
 	env.Close()
 	verifyNoLeaks(t, baseline, 30*time.Second)

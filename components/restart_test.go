@@ -28,6 +28,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/harness/harnesstest"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -139,7 +140,7 @@ func scenarioThreeStarts(t *testing.T) {
 		cp := newControlPlane(t, env, args[components.APIServerName], args[components.SchedulerName], args[components.ControllerManagerName])
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
-		done := startHarness(t, ctx, cp.h, 2*time.Minute)
+		done := harnesstest.StartReady(t, ctx, cp.h, 2*time.Minute)
 		testenv.ChildResult("cycle"+n+"_ready", time.Since(start).Round(time.Millisecond))
 
 		checkCycleGates(t, ctx, env, cp.h, i)

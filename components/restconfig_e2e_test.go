@@ -19,6 +19,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/harness/harnesstest"
 )
 
 // TestControllerManagerWithRESTConfig runs the control plane with the
@@ -66,7 +67,7 @@ func scenarioRESTConfig(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := startHarness(t, ctx, h, 2*time.Minute)
+	done := harnesstest.StartReady(t, ctx, h, 2*time.Minute)
 
 	client, _ := adminClient(t, env)
 	le := kcm.LeaderElection()
@@ -79,7 +80,7 @@ func scenarioRESTConfig(t *testing.T) {
 	require.NoError(t, testenv.CreateDeployment(context.Background(), client, "web", 2))
 	require.NoError(t, testenv.WaitBound(context.Background(), client, "app=web", 2, "node-1", 60*time.Second))
 
-	err = stopHarness(t, cancel, done, 2*time.Minute)
+	err = harnesstest.Stop(t, cancel, done, 2*time.Minute)
 	require.NoError(t, err, "a clean stop")
 
 	seen := agents.suffixes()

@@ -3,9 +3,13 @@ package controlplane_test
 import (
 	"fmt"
 
+	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/harness"
 )
 
 // Each component's flags for a PKI layout, before any file exists; the
@@ -36,4 +40,31 @@ func ExamplePKIConfig() {
 	fmt.Println(cfg.APIServerURL, cfg.ServiceIP, cfg.ServingIPs)
 	// Output:
 	// https://192.0.2.10:7443 10.43.0.1 [192.0.2.10]
+}
+
+// The components of a control plane, added to a harness in the order they
+// depend on each other, each with its default flags.
+func ExampleComponents_Add() {
+	layout := pki.Layout{Dir: "/var/lib/cp/pki"}
+	s := controlplane.Settings{}
+	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
+	err := controlplane.Components{
+		Etcd:              etcd.New(controlplane.EtcdConfig(layout, etcd.Config{DataDir: "/var/lib/cp/etcd"})),
+		APIServer:         components.NewAPIServer(),
+		Scheduler:         components.NewScheduler(),
+		ControllerManager: components.NewControllerManager(),
+		Publisher:         &featurepub.Publisher{Server: "cp-1", Kubeconfig: layout.AdminKubeconfig()},
+	}.Add(h, controlplane.DefaultArgs(layout, s))
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range h.Status().Components {
+		fmt.Println(c.Name, c.Dependencies)
+	}
+	// Output:
+	// etcd []
+	// kube-apiserver [etcd]
+	// kube-scheduler [kube-apiserver]
+	// kube-controller-manager [kube-apiserver]
+	// feature-publisher [kube-apiserver kube-scheduler kube-controller-manager]
 }

@@ -179,11 +179,7 @@ func Start(dir string) (*ControlPlane, error) {
 			return nil, err
 		}
 	}
-	cfg, err := controlplane.PKIConfig(pki.Layout{Dir: filepath.Join(dir, "pki")}, cp.settings())
-	if err != nil {
-		return nil, err
-	}
-	if cp.PKI, err = pki.Ensure(cfg); err != nil {
+	if cp.PKI, err = controlplane.EnsurePKI(pki.Layout{Dir: filepath.Join(dir, "pki")}, cp.settings(), ""); err != nil {
 		return nil, err
 	}
 	if cp.Etcd, err = StartEtcd(filepath.Join(dir, "etcd"), cp.PKI); err != nil {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,7 +20,6 @@ import (
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
-	"github.com/kubeharness/kubeharness/scoping"
 )
 
 func main() {
@@ -49,26 +47,20 @@ func run(dataDir string, s controlplane.Settings, db etcd.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	layout := pki.Layout{Dir: filepath.Join(dataDir, "pki")}
-	cfg, err := controlplane.PKIConfig(layout, s)
-	if err != nil {
-		return err
-	}
-	if _, err := pki.Ensure(cfg); err != nil { // CAs, certificates, kubeconfigs (0600)
+	if _, err := controlplane.EnsurePKI(layout, s, ""); err != nil { // CAs, certificates, kubeconfigs (0600)
 		return err
 	}
 	db.DataDir = filepath.Join(dataDir, "etcd")
 	e := etcd.New(controlplane.EtcdConfig(layout, db))
 	s.EtcdServers = e.ClientURL()
-	args := controlplane.DefaultArgs(layout, s)
 	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
-	pub := &featurepub.Publisher{Server: "minimal", Kubeconfig: layout.AdminKubeconfig(), Plan: func() *scoping.Plan { return h.Status().Plan }}
-	if err := errors.Join(
-		h.Add(e, nil),
-		h.Add(components.NewAPIServer(), args[components.APIServerName], etcd.Name),
-		h.Add(components.NewScheduler(), args[components.SchedulerName], components.APIServerName),
-		h.Add(components.NewControllerManager(), args[components.ControllerManagerName], components.APIServerName),
-		h.Add(pub, nil, components.APIServerName, components.SchedulerName, components.ControllerManagerName),
-	); err != nil {
+	if err := (controlplane.Components{
+		Etcd:              e,
+		APIServer:         components.NewAPIServer(),
+		Scheduler:         components.NewScheduler(),
+		ControllerManager: components.NewControllerManager(),
+		Publisher:         &featurepub.Publisher{Server: "minimal", Kubeconfig: layout.AdminKubeconfig()},
+	}).Add(h, controlplane.DefaultArgs(layout, s)); err != nil {
 		return err
 	}
 	go func() {

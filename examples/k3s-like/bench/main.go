@@ -37,7 +37,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
-	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
@@ -367,15 +366,7 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 	// service CIDR its apiserver is given.
 	layout := datadir.PKI(dir)
 	cidr, _ := kubeargs.Value(args["kube-apiserver"], "service-cluster-ip-range")
-	cfg, err := controlplane.PKIConfig(layout, controlplane.Settings{APIServerPort: p.https, ServiceClusterIPRange: cidr})
-	if err != nil {
-		return nil, err
-	}
-	files, err := pki.Ensure(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := pki.WriteKubeconfig(datadir.AdminKubeconfig(dir), cfg.APIServerURL, files.ServerCA.CertPEM(), files.Admin); err != nil {
+	if _, err := controlplane.EnsurePKI(layout, controlplane.Settings{APIServerPort: p.https, ServiceClusterIPRange: cidr}, datadir.AdminKubeconfig(dir)); err != nil {
 		return nil, err
 	}
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(p.etcdClient)

@@ -1,4 +1,4 @@
-package main
+package heldlog
 
 import (
 	"errors"
@@ -6,24 +6,29 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
 )
 
-// TestHeldLogs: lines logged before release wait, then come out in order
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestHeld: lines logged before release wait, then come out in order
 // through klog with their names and values; a repeated key/value pair is
 // kept once; values of any type, uncomparable ones too, are fine.
-func TestHeldLogs(t *testing.T) {
-	l, release := newHeldLogger()
+func TestHeld(t *testing.T) {
+	l, release := New()
 	c := l.WithName("harness").WithValues("component", "kube-scheduler").WithValues("component", "kube-scheduler", "list", []string{"a"})
-	sink := c.GetSink().(*heldLogs)
-	assert.Equal(t, []string{"harness"}, sink.names)
-	assert.Equal(t, []any{"component", "kube-scheduler", "list", []string{"a"}}, sink.values)
+	s := c.GetSink().(*sink)
+	assert.Equal(t, []string{"harness"}, s.names)
+	assert.Equal(t, []any{"component", "kube-scheduler", "list", []string{"a"}}, s.values)
 	c = c.WithValues("list", []string{"a"}) // uncomparable: kept, no panic
-	assert.Len(t, c.GetSink().(*heldLogs).values, 6)
+	assert.Len(t, c.GetSink().(*sink).values, 6)
 
 	assert.True(t, l.V(9).Enabled(), "every level is held before release: the verbosity is not known yet")
 	c.Info("one")
 	c.Error(errors.New("boom"), "two")
-	shared := sink.shared
+	shared := s.shared
 	assert.Len(t, shared.held, 2)
 	release()
 	assert.Empty(t, shared.held)

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// controlPlane is the harness and the components this server runs.
+type controlPlane struct {
+	h         *harness.Harness
+	db        *etcd.Etcd                    // nil on an external datastore
+	scheduler *components.Scheduler         // nil with --disable-scheduler
+	kcm       *components.ControllerManager // nil with --disable-controller-manager
+}
+
+// leaderElection reports each elected component's leader election: whether
+// it is on and the identity it holds (or waits for) its lease as.
+func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
+	out := map[string]components.LeaderElection{}
+	if cp.scheduler != nil {
+		out[components.SchedulerName] = cp.scheduler.LeaderElection()
+	}
+	if cp.kcm != nil {
+		out[components.ControllerManagerName] = cp.kcm.LeaderElection()
+	}
+	return out
+}
+
+// newControlPlane adds the components this server runs, with their arguments.
+func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane, error) {
+	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
+	if !o.exitOnLeaseLoss {
+		// A lost lease (a datastore stalled longer than the renew
+		// deadline) demotes that component to a standby that campaigns
+		// again; upstream would exit the process, apiserver and all.
+		h.Recover = components.RecoverLostLease
+	}
+	cp := &controlPlane{h: h}
+	if !o.externalDatastore() {
+		cp.db = etcd.New(o.etcdConfig())
+	}
+	if !o.disableScheduler {
+		cp.scheduler = components.NewScheduler()
+	}
+	if !o.disableKCM {
+		cp.kcm = components.NewControllerManager()
+	}
+	// KEP-3920 feature discovery: publish the plan as Feature objects once
+	// every other component is ready (it never fails the harness).
+	pub := &featurepub.Publisher{
+		Server:       o.nodeName,
+		FieldManager: "k3s-like/" + o.nodeName,
+		UserAgent:    "k3s-like-feature-publisher",
+		Kubeconfig:   o.adminKubeconfig(),
+		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+	}
+	if err := (controlplane.Components{
+		Etcd:              cp.db,
+		APIServer:         components.NewAPIServer(),
+		Scheduler:         cp.scheduler,
+		ControllerManager: cp.kcm,
+		Publisher:         pub,
+	}).Add(h, args); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}

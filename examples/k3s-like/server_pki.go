@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
+)
+
+// ensurePKI makes the server's PKI: on an external datastore from the
+// cluster's shared CAs (fetched, or stored by the first server, with
+// --token), otherwise locally.
+func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
+	if !o.externalDatastore() {
+		return o.writePKI()
+	}
+	tok, source, found, err := o.resolveToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
+	var tlsConfig *tls.Config
+	if o.datastoreCA != "" || o.datastoreCert != "" {
+		var err error
+		if tlsConfig, err = tlsInfo.ClientConfig(); err != nil {
+			return fmt.Errorf("--datastore-cafile/--datastore-certfile/--datastore-keyfile: %w", err)
+		}
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   strings.Split(o.datastoreEndpoint, ","),
+		TLS:         tlsConfig,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("--datastore-endpoint=%s: %w", o.datastoreEndpoint, err)
+	}
+	defer client.Close()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !found {
+		// Only the first server may make the token: a cluster that exists
+		// needs its own.
+		exists, err := bootstrap.Exists(sctx, client)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("the datastore %s holds a cluster: give this server its token (--token-file with the first server's %s)", o.datastoreEndpoint, tokenFile("DATA_DIR"))
+		}
+		secret, err := newSecret()
+		if err != nil {
+			return err
+		}
+		tok, source = clusterToken{secret: secret}, "generated"
+	} else if tok.caHash == "" {
+		log.Info(fmt.Sprintf("Warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token", source))
+	}
+	check := func(files map[string][]byte) error { return tok.checkCA(files[pki.Layout{}.ServerCA().CertFile]) }
+	if err := bootstrap.Sync(sctx, client, tok.secret, o.layout().Dir, o.writePKI, check); err != nil {
+		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
+	}
+	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
+	if err != nil {
+		return err
+	}
+	if err := tok.checkCA(ca); err != nil {
+		return err
+	}
+	changed, err := writeTokenFile(o.dataDir, tok.full(ca))
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
+	}
+	if changed {
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers with --token-file", source, tokenFile(o.dataDir)))
+	}
+	return nil
+}
+
+// writePKI creates the certificates, keys and kubeconfigs on first start and
+// reuses them after (components/pki), and writes the admin kubeconfig.
+func (o *serverOptions) writePKI() error {
+	// The admin's kubeconfig is for users, on this host or another: it
+	// points at the advertised address, the components' at the local one.
+	if _, err := controlplane.EnsurePKI(o.layout(), o.settings(), o.adminKubeconfig()); err != nil {
+		return err
+	}
+	mode, err := parseFileMode(o.kubeconfigMode)
+	if err != nil {
+		return err
+	}
+	return os.Chmod(o.adminKubeconfig(), mode)
+}
