@@ -62,8 +62,8 @@ func newLifecycle(name string, e *election.Elector) *lifecycle {
 // run is Component.Run's bookkeeping around body, the adapter's upstream
 // wiring: it refuses to run an adapter whose AddFlags was not called
 // (configured false); it returns nil without calling body when ctx is
-// already cancelled (stopped before it started: nothing to undo); and it
-// gives body a context whose logger carries the component's name.
+// already cancelled (stopped before it started: nothing to undo). The
+// harness has put the component's name in the context's logger.
 func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.Context) error) error {
 	if !configured {
 		return fmt.Errorf("%s: Run before AddFlags", l.name)
@@ -71,7 +71,7 @@ func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.
 	if ctx.Err() != nil {
 		return nil
 	}
-	return body(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("component", l.name)))
+	return body(ctx)
 }
 
 // markReady reports the component ready; later calls do nothing.

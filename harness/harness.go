@@ -41,9 +41,9 @@ type Harness struct {
 	// value means klog.Background(). (logr.Discard() is the zero value too: to
 	// silence the harness, give it a logger whose sink drops everything.)
 	// When set, it is also the logger in the context each component's Run,
-	// Ready and Stop get (klog.FromContext), with the component's name as its
-	// "component" value; when zero, that context carries whatever logger the
-	// caller's context of Run carries.
+	// Ready and Stop get (klog.FromContext); when zero, that context carries
+	// the logger of the caller's context of Run. Either way it has the
+	// component's name as its "component" value, added once, here.
 	Logger logr.Logger
 	// ReadyTimeout bounds each component's Ready; zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -424,13 +424,14 @@ func (r *run) applyBarrier() error {
 	return nil
 }
 
-// componentContext puts the harness's logger, named for the component, in
-// ctx — when the harness has a logger of its own.
+// componentContext puts a logger with the component's name as its
+// "component" value in ctx: the harness's, or else the one ctx carries.
 func (r *run) componentContext(ctx context.Context, name string) context.Context {
-	if r.h.Logger.GetSink() == nil {
-		return ctx
+	log := r.h.Logger
+	if log.GetSink() == nil {
+		log = klog.FromContext(ctx)
 	}
-	return klog.NewContext(ctx, r.h.Logger.WithValues("component", name))
+	return klog.NewContext(ctx, log.WithValues("component", name))
 }
 
 // AbandonGrace is how long the harness still waits for a component's Ready
