@@ -57,45 +57,32 @@ func TestWaitReadyFailureAndCancel(t *testing.T) {
 }
 
 // The harness's logger reaches Run, Ready and Stop through their contexts,
-// named for the component.
+// named for the component; without a Logger of its own, the harness names
+// the component in the logger of the caller's context — once, either way.
 func TestComponentContextCarriesTheLogger(t *testing.T) {
-	var lines []string
-	var mu sync.Mutex
-	log := funcr.New(func(prefix, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})
-	target, err := scopingtest.NewTarget(scopingtest.AlphaFeatures(Foo))
-	require.NoError(t, err)
-	h := &harness.Harness{Target: &target, Logger: log}
-	ctx, cancel := context.WithCancel(t.Context())
-	require.NoError(t, h.Add(&harness.Func{ComponentName: "c", RunFunc: func(ctx context.Context) error {
-		klog.FromContext(ctx).Info("from Run")
-		cancel()
-		<-ctx.Done()
-		return nil
-	}}, nil))
-	require.NoError(t, h.Run(ctx))
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Contains(t, lines, `"level"=0 "msg"="from Run" "component"="c"`)
-}
-
-// Without a Logger of its own, the harness names the component in the
-// logger of the caller's context: once.
-func TestComponentContextNamesTheComponentOnce(t *testing.T) {
-	var lines []string
-	var mu sync.Mutex
-	log := funcr.New(func(prefix, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})
-	target, err := scopingtest.NewTarget(scopingtest.AlphaFeatures(Foo))
-	require.NoError(t, err)
-	h := &harness.Harness{Target: &target}
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), log))
-	require.NoError(t, h.Add(&harness.Func{ComponentName: "c", RunFunc: func(ctx context.Context) error {
-		klog.FromContext(ctx).Info("from Run")
-		cancel()
-		<-ctx.Done()
-		return nil
-	}}, nil))
-	require.NoError(t, h.Run(ctx))
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Contains(t, lines, `"level"=0 "msg"="from Run" "component"="c"`)
+	for _, own := range []bool{true, false} {
+		var lines []string
+		var mu sync.Mutex
+		log := funcr.New(func(prefix, args string) { mu.Lock(); lines = append(lines, args); mu.Unlock() }, funcr.Options{})
+		target, err := scopingtest.NewTarget(scopingtest.AlphaFeatures(Foo))
+		require.NoError(t, err)
+		h := &harness.Harness{Target: &target}
+		ctx := t.Context()
+		if own {
+			h.Logger = log
+		} else {
+			ctx = klog.NewContext(ctx, log)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		require.NoError(t, h.Add(&harness.Func{ComponentName: "c", RunFunc: func(ctx context.Context) error {
+			klog.FromContext(ctx).Info("from Run")
+			cancel()
+			<-ctx.Done()
+			return nil
+		}}, nil))
+		require.NoError(t, h.Run(ctx))
+		mu.Lock()
+		assert.Contains(t, lines, `"level"=0 "msg"="from Run" "component"="c"`, "the harness's own logger: %v", own)
+		mu.Unlock()
+	}
 }
