@@ -237,6 +237,20 @@ func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
 	deadline := func(abandoned bool) error {
 		return &DeadlineError{Component: s.name, What: "Ready", Timeout: timeout, Abandoned: abandoned}
 	}
+	// outcome is what Ready's result means: tctx ended only by the timeout.
+	outcome := func(err error, abandoned bool) (event, error) {
+		switch {
+		case abandoned:
+			return evFailed, deadline(true)
+		case err == nil:
+			return evReady, nil
+		case inst.exited():
+			return evExited, nil
+		case tctx.Err() != nil:
+			return evFailed, deadline(false)
+		}
+		return evFailed, err
+	}
 	for {
 		changed := r.h.changes()
 		if ev := r.interrupted(s, inst); ev != evNone {
@@ -252,25 +266,9 @@ func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
 		}
 		select {
 		case err := <-readyc:
-			switch {
-			case err == nil:
-				return evReady, nil
-			case inst.exited():
-				return evExited, nil
-			case errors.Is(tctx.Err(), context.DeadlineExceeded):
-				return evFailed, deadline(false)
-			}
-			return evFailed, err
+			return outcome(err, false)
 		case <-tctx.Done():
-			switch err, abandoned := graceful(readyc); {
-			case abandoned:
-				return evFailed, deadline(true)
-			case err == nil:
-				return evReady, nil
-			case inst.exited():
-				return evExited, nil
-			}
-			return evFailed, deadline(false)
+			return outcome(graceful(readyc))
 		case <-changed:
 		case <-inst.done:
 		case <-r.runCtx.Done():
@@ -311,17 +309,14 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	set := withDependents(r.order, s)
 	refusal := r.restartable(s.name, set)
 	keep := r.h.Recover != nil && refusal == nil && r.h.Recover(s.name, err)
+	stopping := keep && r.isStopping()
 	switch {
-	case keep && r.isStopping():
+	case stopping:
 		r.log.Info("Restart after a failure interrupted by the stop", "component", s.name, "err", err)
-		r.retire(s, inst) // its Run returned: this waits for the dependents
-		r.setState(s, Stopped, nil)
 	case !keep && r.h.Recover != nil && refusal != nil:
 		r.failed(s, errors.Join(cerr, refusal))
-		r.retire(s, inst)
 	case !keep:
 		r.failed(s, cerr)
-		r.retire(s, inst)
 	default:
 		n := r.h.recovered(s, cerr)
 		r.logState(s, Recovering, cerr)
@@ -329,14 +324,16 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 		fresh, err := r.renew(set, r.h.argsOf(s))
 		if err != nil {
 			r.failed(s, err)
-			r.retire(s, inst)
-			return false
+			keep = false
+			break
 		}
 		r.handover(set, fresh)
-		r.retire(s, inst)
-		return true
 	}
-	return false
+	r.retire(s, inst) // its Run returned: this waits for the dependents' to be down
+	if stopping {
+		r.setState(s, Stopped, nil)
+	}
+	return keep && !stopping
 }
 
 // failed records s's failure — with the failure Recover kept before, for
