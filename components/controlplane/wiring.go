@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/kubeharness/kubeharness/components/etcd"
@@ -16,7 +17,7 @@ import (
 // Components are the components of one control plane. Add adds them to a
 // harness in the order they depend on each other: etcd, the apiserver,
 // then Extra, then the scheduler and the controller-manager, then the
-// publisher. A nil component is not run. The adapters are harness
+// publisher. A nil component (or a nil pointer to one) is not run. The adapters are harness
 // Components (components.NewAPIServer and its siblings), so that this
 // package needs no k8s.io/kubernetes of its own.
 type Components struct {
@@ -40,7 +41,7 @@ type Components struct {
 // Add adds the components to h, each with its arguments (args, keyed by
 // component name; etcd, Extra and the publisher take none).
 func (c Components) Add(h *harness.Harness, args map[string][]string) error {
-	if c.APIServer == nil {
+	if !present(c.APIServer) {
 		return errors.New("controlplane: Components.APIServer is required")
 	}
 	var apiDeps []string
@@ -61,13 +62,13 @@ func (c Components) Add(h *harness.Harness, args map[string][]string) error {
 		deps = append(deps, x.Name())
 	}
 	pubDeps := slices.Clone(deps)
-	if c.Scheduler != nil {
+	if present(c.Scheduler) {
 		if err := h.Add(c.Scheduler, args[names.Scheduler], deps...); err != nil {
 			return err
 		}
 		pubDeps = append(pubDeps, names.Scheduler)
 	}
-	if c.ControllerManager != nil {
+	if present(c.ControllerManager) {
 		if err := h.Add(c.ControllerManager, args[names.ControllerManager], deps...); err != nil {
 			return err
 		}
@@ -80,6 +81,16 @@ func (c Components) Add(h *harness.Harness, args map[string][]string) error {
 		c.Publisher.Plan = func() *scoping.Plan { return h.Status().Plan }
 	}
 	return h.Add(c.Publisher, nil, pubDeps...)
+}
+
+// present reports whether c is a component: neither nil nor a nil pointer
+// in an interface (a *components.Scheduler left nil when it is disabled).
+func present(c harness.Component) bool {
+	if c == nil {
+		return false
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() != reflect.Pointer || !v.IsNil()
 }
 
 // EnsurePKI creates the certificates, keys and kubeconfigs of layout for

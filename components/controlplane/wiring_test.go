@@ -60,6 +60,13 @@ func TestComponentsAdd(t *testing.T) {
 	require.NoError(t, controlplane.Components{APIServer: components.NewAPIServer(), Publisher: &featurepub.Publisher{Server: "s"}}.Add(h, nil))
 	assert.Equal(t, []string{components.APIServerName, featurepub.Name}, componentNames(h), "no etcd, scheduler or controller-manager")
 
+	// A disabled component left as a nil pointer (k3s-like's
+	// --disable-controller-manager) is not run either.
+	var kcm *components.ControllerManager
+	h = &harness.Harness{}
+	require.NoError(t, controlplane.Components{APIServer: components.NewAPIServer(), Scheduler: components.NewScheduler(), ControllerManager: kcm}.Add(h, nil))
+	assert.Equal(t, []string{components.APIServerName, components.SchedulerName}, componentNames(h), "no controller-manager")
+
 	assert.Error(t, controlplane.Components{}.Add(&harness.Harness{}, nil), "the apiserver is required")
 }
 
