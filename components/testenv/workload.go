@@ -67,7 +67,7 @@ func DeployAndWaitBound(ctx context.Context, c kubernetes.Interface, name string
 	if err := CreateDeployment(ctx, c, name, replicas); err != nil {
 		return err
 	}
-	return WaitBound(ctx, c, "app="+name, int(replicas), node, time.Minute)
+	return waitBound(ctx, c, "app="+name, int(replicas), node, time.Minute, true)
 }
 
 // CreateDeployment creates a Deployment of replicas Pods labelled app=name
@@ -92,6 +92,11 @@ func CreateDeployment(ctx context.Context, c kubernetes.Interface, name string, 
 // namespace match selector and the scheduler bound every one of them: to
 // node, or to any node when node is "". Its error says how far it got.
 func WaitBound(ctx context.Context, c kubernetes.Interface, selector string, want int, node string, timeout time.Duration) error {
+	return waitBound(ctx, c, selector, want, node, timeout, false)
+}
+
+// waitBound is WaitBound; exact: exactly want Pods, not at least.
+func waitBound(ctx context.Context, c kubernetes.Interface, selector string, want int, node string, timeout time.Duration, exact bool) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -106,7 +111,11 @@ func WaitBound(ctx context.Context, c kubernetes.Interface, selector string, wan
 			}
 		}
 		last = fmt.Sprintf("%d Pods, %d bound (node %q)", len(pods.Items), bound, node)
-		return len(pods.Items) >= want && bound == len(pods.Items), nil
+		enough := len(pods.Items) >= want
+		if exact {
+			enough = len(pods.Items) == want
+		}
+		return enough && bound == len(pods.Items), nil
 	})
 	if err != nil {
 		return fmt.Errorf("testenv: Pods %s not bound within %s: %s: %w", selector, timeout, last, err)
