@@ -35,10 +35,12 @@ K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 DATA_DIR ?= $(CURDIR)/.data/k3s-like
+# Where the node imports image archives from (k3s's airgap directory).
+IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults rehearsal generate test vet test-core test-minors consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces
+.PHONY: faults rehearsal generate test vet test-core test-minors consumer-check race fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images
 
-test: vet test-core race test-minors consumer-check check-replaces test-components test-example test-minimal
+test: vet test-core test-images race test-minors consumer-check check-replaces test-components test-example test-minimal
 
 vet:
 	$(GO) vet $(CORE_PKGS)
@@ -150,7 +152,17 @@ run: build
 	@mkdir -p $(DATA_DIR)
 	@echo "k3s-like: data dir $(DATA_DIR); kubeconfig $(DATA_DIR)/admin.kubeconfig"
 	@echo "k3s-like: in another shell, once it says ready: $(K3S_LIKE) kubectl --kubeconfig $(DATA_DIR)/admin.kubeconfig get ns"
-	$(K3S_LIKE) server --data-dir $(DATA_DIR)
+	$(K3S_LIKE) server --disable-agent --data-dir $(DATA_DIR)
+
+# The node's images, built from source, as archives containerd imports
+# (images/, its own module): IMAGES_DIR/pause.tar (registry.k8s.io/pause:3.10.2,
+# our pause program) and IMAGES_DIR/busybox.tar (kubeharness.local/busybox:
+# <version>, from Debian's busybox-static, /bin/busybox).
+images:
+	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
+
+test-images:
+	cd images && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # The adapters for the real components (separate module; each control-plane
 # start in a fresh process; not -race: see components/README.md).

@@ -11,9 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	apiservercompat "k8s.io/apiserver/pkg/util/compatibility"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	basecompat "k8s.io/component-base/compatibility"
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
@@ -21,14 +18,12 @@ import (
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// privateTarget is a copy of the process gate and a fresh registry: tests
-// that only parse use it and leave the process alone.
+// privateTarget is testenv.PrivateTarget, for tests that only parse.
 func privateTarget(t testing.TB) scoping.Target {
 	t.Helper()
-	gate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
-	reg := basecompat.NewComponentGlobalsRegistry()
-	require.NoError(t, reg.Register(scoping.KubeComponent, apiservercompat.DefaultBuildEffectiveVersion(), gate))
-	return scoping.Target{Gate: gate, Registry: reg, NewEffectiveVersion: apiservercompat.DefaultBuildEffectiveVersion}
+	target, err := testenv.PrivateTarget()
+	require.NoError(t, err)
+	return target
 }
 
 func allAdapters() []harness.Component {

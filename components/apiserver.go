@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/guard"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
@@ -71,7 +72,7 @@ func (a *APIServer) AddFlags(s *scoping.Scope) error {
 	a.opts.GenericServerRunOptions.ComponentGlobalsRegistry = s.Registry()
 	nfs := a.opts.Flags()
 	a.opts.Flagz = flagz.NamedFlagSetsReader{FlagSets: nfs}
-	addFlagSets(s, nfs)
+	flags.AddSets(s, nfs)
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/internal/election"
 	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
@@ -125,10 +126,10 @@ func (m *ControllerManager) AddFlags(s *scoping.Scope) error {
 	m.nfs = opts.Flags(kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
 	opts.ParsedFlags = &m.nfs
 	m.opts = opts
-	addFlagSets(s, m.nfs)
+	flags.AddSets(s, m.nfs)
 	if m.restConfig != nil {
 		for _, name := range []string{"kubeconfig", "master"} {
-			refuseFlag(s.FlagSet(), name, "--"+name+" is not used: this controller-manager was given its client configuration in memory (ControllerManager.WithRESTConfig)")
+			flags.Refuse(s.FlagSet(), name, "--"+name+" is not used: this controller-manager was given its client configuration in memory (ControllerManager.WithRESTConfig)")
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	schedopts "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
 	"github.com/kubeharness/kubeharness/components/internal/election"
+	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
@@ -68,7 +69,7 @@ func (s *Scheduler) Renew() harness.Component {
 // every upstream flag set to the scope's flag set. It has no other effect.
 func (s *Scheduler) AddFlags(sc *scoping.Scope) error {
 	s.opts = schedopts.NewOptionsWithComponentGlobalsRegistry(sc.Registry())
-	addFlagSets(sc, *s.opts.Flags)
+	flags.AddSets(sc, *s.opts.Flags)
 	return nil
 }
 

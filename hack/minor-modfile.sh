@@ -2,7 +2,7 @@
 # The modfiles of another Kubernetes minor, generated from the default
 # minor's go.mod files (components/go.mod pins the default minor):
 #
-#   hack/minor-modfile.sh 1.36.3 3.6.8   # k8s.io/kubernetes version, the etcd version it requires
+#   hack/minor-modfile.sh 1.36.3 3.6.8 2.2.9   # k8s.io/kubernetes version, the etcd version it requires, the containerd version k3s-like runs with it
 #   hack/minor-modfile.sh --check        # every committed minor, versions read from its modfile
 #
 # writes, for the minor 1.36:
@@ -30,10 +30,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fmt='{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}'
 
-# generate K8S ETCD SUFFIX: writes the modfiles of K8S's minor with SUFFIX
-# before .mod (empty for the committed ones).
+# generate K8S ETCD CONTAINERD SUFFIX: writes the modfiles of K8S's minor
+# with SUFFIX before .mod (empty for the committed ones). CONTAINERD is the
+# github.com/containerd/containerd/v2 version of k3s-like's node at that
+# minor (one whose dependencies the minor's kubelet shares).
 generate() {
-  local k8s=$1 etcd=$2 suffix=$3
+  local k8s=$1 etcd=$2 containerd=$3 suffix=$4
   local minor=${k8s%.*} staging=0.${k8s#1.}
   local default dstaging
   default=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$root/components/go.mod")
@@ -62,6 +64,7 @@ generate() {
     echo ")"
   } > "$k"
   cat go.sum "$root/components/${c%.mod}.sum" | sort -u > "${k%.mod}.sum"
+  go mod edit -modfile="$k" -require="github.com/containerd/containerd/v2@v$containerd"
   go mod tidy -modfile="$k"
 }
 
@@ -69,8 +72,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f "$root"/components/go.k8s-*.check.{mod,sum} "$root"/examples/k3s-like/go.k8s-*.check.{mod,sum}' EXIT
 
 if [ "${1:-}" != --check ]; then
-  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" ""
-  echo "wrote components/go.k8s-${1%.*}.mod and examples/k3s-like/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2)"
+  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" ""
+  echo "wrote components/go.k8s-${1%.*}.mod and examples/k3s-like/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
   exit 0
 fi
 
@@ -80,14 +83,15 @@ for m in "$root"/components/go.k8s-*.mod; do
   minor=${m##*/go.k8s-}; minor=${minor%.mod}
   k8s=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$m")
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2; exit }' "$m")
-  generate "$k8s" "$etcd" .check
+  containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/examples/k3s-like/go.k8s-$minor.mod")
+  generate "$k8s" "$etcd" "$containerd" .check
   for f in "$root/components/go.k8s-$minor" "$root/examples/k3s-like/go.k8s-$minor"; do
     if ! diff -q "$f.mod" "$f.check.mod" >/dev/null; then
-      echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd generates: run it" >&2
+      echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd generates: run it" >&2
       diff "$f.mod" "$f.check.mod" >&2 || true
       status=1
     fi
   done
-  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd)"
+  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd, containerd v$containerd)"
 done
 exit $status

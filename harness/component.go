@@ -45,6 +45,17 @@ type Readier interface {
 	Ready(ctx context.Context) error
 }
 
+// Completer is implemented by components whose flags name more settings
+// than they hold: a configuration file (the kubelet's --config and
+// --config-dir). Complete is called once the component's arguments were
+// parsed into s, before the barrier, in the parse phase; what it sets with
+// s.SetFeatures is reconciled with the other components' requests. It must
+// not start anything or touch process-wide state; an error fails the parse
+// phase, naming the component.
+type Completer interface {
+	Complete(s *scoping.Scope) error
+}
+
 // Stopper is implemented by components that need more than the cancellation
 // of Run's context to stop (an http.Server's Shutdown, say). The harness
 // calls Stop with a context that carries the stop deadline, then cancels Run's

@@ -376,8 +376,8 @@ func (r *run) parse() error {
 	return errors.Join(errs...)
 }
 
-// parseInstance adds an instance's flags to its scope and parses its
-// arguments, under its pprof label, a panic turned into an error. Run's
+// parseInstance adds an instance's flags to its scope, parses its
+// arguments and completes it (Completer), under its pprof label, a panic turned into an error. Run's
 // parse phase and every restart use it.
 func (r *run) parseInstance(inst *instance) error {
 	return safely(func() error {
@@ -385,7 +385,13 @@ func (r *run) parseInstance(inst *instance) error {
 			if err := inst.c.AddFlags(inst.scope); err != nil {
 				return err
 			}
-			return inst.scope.Parse(inst.args)
+			if err := inst.scope.Parse(inst.args); err != nil {
+				return err
+			}
+			if c, ok := inst.c.(Completer); ok {
+				return c.Complete(inst.scope)
+			}
+			return nil
 		})
 	})
 }

@@ -44,6 +44,9 @@ const (
 	Alpha3 = "Alpha3" // alpha since 1.35, off: the controller-manager's
 	Foo    = "Foo"    // alpha since 1.35, off: the gate two components disagree on
 	BetaOn = "BetaOn" // alpha 1.34, beta and on since 1.36: its default follows --emulated-version
+	// NewIn137 is alpha since 1.37, off: a kubelet gate of the binary's own
+	// minor, the kind k3s#11937's agents refused.
+	NewIn137 = "NewIn137"
 )
 
 var allFeatures = []string{Alpha1, Alpha2, Alpha3, BetaOn, Foo}
@@ -52,10 +55,11 @@ func kubeFeatures() map[featuregate.Feature]featuregate.VersionedSpecs {
 	v := version.MustParse
 	alpha := featuregate.VersionedSpecs{{Version: v("1.35"), Default: false, PreRelease: featuregate.Alpha}}
 	return map[featuregate.Feature]featuregate.VersionedSpecs{
-		Alpha1: alpha,
-		Alpha2: alpha,
-		Alpha3: alpha,
-		Foo:    alpha,
+		Alpha1:   alpha,
+		Alpha2:   alpha,
+		Alpha3:   alpha,
+		Foo:      alpha,
+		NewIn137: {{Version: v("1.37"), Default: false, PreRelease: featuregate.Alpha}},
 		BetaOn: {
 			{Version: v("1.34"), Default: false, PreRelease: featuregate.Alpha},
 			{Version: v("1.36"), Default: true, PreRelease: featuregate.Beta},

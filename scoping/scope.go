@@ -233,6 +233,36 @@ func (s *Scope) flagErr(flag, value string, err error) error {
 	return &FlagError{Component: s.name, Flag: "--" + flag, Value: value, Err: err}
 }
 
+// SetFeatures sets kube features that the component read from somewhere
+// other than its command line — a configuration file its flags name, as the
+// kubelet's --config — on the scope's gate, and records each as the
+// component's request with origin as its Flag text
+// ("--config=/etc/kubelet.yaml"), reconciled like a flag. A feature the
+// component set by flag keeps the flag's value and request: the command line
+// takes precedence, as upstream's does. Call it after Parse and before the
+// barrier; errors are *FlagError naming origin and the feature.
+func (s *Scope) SetFeatures(origin string, features map[string]bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case scopeCreated, scopeFailed:
+		return &FlagError{Component: s.name, Flag: origin, Err: errors.New("SetFeatures before a successful Parse")}
+	case scopeSealed:
+		return ErrSealed
+	}
+	for _, name := range sortedKeys(features) {
+		if _, flagged := s.requests.Features[name]; flagged {
+			continue
+		}
+		value := strconv.FormatBool(features[name])
+		if err := s.gate.SetFromMap(map[string]bool{name: features[name]}); err != nil {
+			return &FlagError{Component: s.name, Flag: origin, Value: name + "=" + value, Err: err}
+		}
+		s.requests.Features[name] = Request{Component: s.name, Value: value, Flag: origin}
+	}
+	return nil
+}
+
 // record keeps what the component asked for explicitly on its command line.
 // Features come from the gate itself (ExplicitlySet), with the flag text that
 // set each. What the component's own code changes in its gate is read at the

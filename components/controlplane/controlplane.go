@@ -246,6 +246,9 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "proxy-client-key-file", Value: layout.FrontProxyClient().KeyFile},
 			{Key: "kubelet-client-certificate", Value: layout.APIServerKubeletClient().CertFile},
 			{Key: "kubelet-client-key", Value: layout.APIServerKubeletClient().KeyFile},
+			// As k3s: a node's name need not resolve (upstream asks for
+			// Hostname first).
+			{Key: "kubelet-preferred-address-types", Value: "InternalIP,ExternalIP,Hostname"},
 			// One process: each component's /debug/pprof would profile all
 			// of them (and serve the process's arguments); a distro serves
 			// the process's profiles once (k3s-like: its status endpoint).

@@ -48,6 +48,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--proxy-client-key-file=/p/client-front-proxy.key",
 			"--kubelet-client-certificate=/p/client-kube-apiserver.crt",
 			"--kubelet-client-key=/p/client-kube-apiserver.key",
+			"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 			"--profiling=false",
 		},
 		names.Scheduler: {

@@ -15,4 +15,8 @@ const (
 	ControllerManager = "kube-controller-manager"
 	// Etcd is the embedded etcd's (etcd.Etcd).
 	Etcd = "etcd"
+	// Kubelet is the kubelet adapter's (components.Kubelet).
+	Kubelet = "kubelet"
+	// Containerd is the node's container runtime child's (node.Runtime).
+	Containerd = "containerd"
 )

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,22 +90,8 @@ type server struct {
 	exitErr   error
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the server's output, written by its copying goroutine.
+type syncBuffer = testenv.Buffer
 
 func newServer(t *testing.T, dataDir string) *server {
 	p := freePorts(t, 6)
@@ -123,6 +111,7 @@ func (s *server) statusAddress() string { return "127.0.0.1:" + strconv.Itoa(s.p
 
 func (s *server) args(extra ...string) []string {
 	return append([]string{"server",
+		"--disable-agent", // the node's tests run in a network namespace of their own (node_e2e_test.go)
 		"--data-dir=" + s.dataDir,
 		"--https-listen-port=" + strconv.Itoa(s.ports["https"]),
 		"--etcd-client-port=" + strconv.Itoa(s.ports["etcd-client"]),
@@ -131,6 +120,17 @@ func (s *server) args(extra ...string) []string {
 		"--kube-scheduler-arg=secure-port=" + strconv.Itoa(s.ports["scheduler"]),
 		"--kube-controller-manager-arg=secure-port=" + strconv.Itoa(s.ports["kcm"]),
 	}, extra...)
+}
+
+// argsWithNode are args without --disable-agent: the server with its node.
+func (s *server) argsWithNode(extra ...string) []string {
+	var out []string
+	for _, a := range s.args(extra...) {
+		if a != "--disable-agent" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // start runs the binary; the process is killed at the end of the test if
@@ -561,7 +561,7 @@ func readFileIfExists(path string) ([]byte, error) { return os.ReadFile(path) }
 func TestDryRunPrintsThePlanAndTouchesNothing(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "never-created")
 	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(binary, append([]string{"server", "--data-dir=" + dataDir, "--dry-run"}, args...)...)
+		cmd := exec.Command(binary, append([]string{"server", "--disable-agent", "--data-dir=" + dataDir, "--dry-run"}, args...)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
@@ -671,6 +671,18 @@ func TestFileModes(t *testing.T) {
 	defer status.Body.Close()
 	body, _ := io.ReadAll(status.Body)
 	assert.NotContains(t, string(body), "kube-scheduler", "--disable-scheduler")
+	// The cluster's full token, as k3s's server writes it on its embedded
+	// datastore too: 0600, pinning the server CA.
+	token, err := os.ReadFile(filepath.Join(dataDir, "token"))
+	require.NoError(t, err)
+	info, err = os.Stat(filepath.Join(dataDir, "token"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "DATA_DIR/token")
+	ca, err := os.ReadFile(filepath.Join(dataDir, "tls", "server-ca.crt"))
+	require.NoError(t, err)
+	caSum := sha256.Sum256(ca)
+	assert.Regexp(t, `^K10`+hex.EncodeToString(caSum[:])+`::server:[0-9a-f]{64}\n$`, string(token))
+	assert.NotContains(t, s.stderr.String(), strings.TrimSpace(string(token)), "the token is never logged")
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(10 * time.Second)
 	assert.Equal(t, 0, code)
@@ -678,6 +690,9 @@ func TestFileModes(t *testing.T) {
 	// --write-kubeconfig-mode, as k3s's, on the next start.
 	s.start("--disable-scheduler", "--disable-controller-manager", "--write-kubeconfig-mode=640")
 	s.waitReady(90 * time.Second)
+	again, err := os.ReadFile(filepath.Join(dataDir, "token"))
+	require.NoError(t, err)
+	assert.Equal(t, string(token), string(again), "the same token on the next start")
 	info, err = os.Stat(filepath.Join(dataDir, "admin.kubeconfig"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o640), info.Mode().Perm(), "--write-kubeconfig-mode=640")

@@ -175,7 +175,7 @@ func healthz(port int) bool {
 // asking for another is a conflict naming both; a bad value is one line.
 func TestLoggingFlags(t *testing.T) {
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(binary, append([]string{"server", "--dry-run", "--data-dir=" + filepath.Join(t.TempDir(), "d")}, args...)...)
+		cmd := exec.Command(binary, append([]string{"server", "--disable-agent", "--dry-run", "--data-dir=" + filepath.Join(t.TempDir(), "d")}, args...)...)
 		out, _ := cmd.CombinedOutput()
 		return string(out), cmd.ProcessState.ExitCode()
 	}
@@ -190,7 +190,7 @@ func TestLoggingFlags(t *testing.T) {
 		"--logging-format=xml": "k3s-like: --logging-format=xml: want text or json",
 		"--log=" + filepath.Join(t.TempDir(), "no", "such", "dir", "log"): "no such file or directory",
 	} {
-		cmd := exec.Command(binary, "server", "--data-dir="+filepath.Join(t.TempDir(), "d"), args)
+		cmd := exec.Command(binary, "server", "--disable-agent", "--data-dir="+filepath.Join(t.TempDir(), "d"), args)
 		out, _ := cmd.CombinedOutput()
 		assert.Equal(t, 1, cmd.ProcessState.ExitCode(), args)
 		assert.Contains(t, lastLine(string(out)), want, args)

@@ -15,6 +15,9 @@ import (
 )
 
 func main() {
+	if runPersonality() {
+		return
+	}
 	if calledAsKubectl() {
 		runKubectl(os.Args[1:])
 		return

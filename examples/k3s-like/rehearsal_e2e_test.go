@@ -180,7 +180,7 @@ func TestUpgradeRehearsal(t *testing.T) {
 	// What is not safe is refused before anything starts, by the binary.
 	refuse := func(want string, args ...string) {
 		t.Helper()
-		cmd := exec.Command(newBin, append([]string{"server", "--dry-run", "--data-dir=" + t.TempDir()}, args...)...)
+		cmd := exec.Command(newBin, append([]string{"server", "--disable-agent", "--dry-run", "--data-dir=" + t.TempDir()}, args...)...)
 		out, err := cmd.CombinedOutput()
 		require.Error(t, err, "%v: %s", args, out)
 		assert.Equal(t, 1, cmd.ProcessState.ExitCode())

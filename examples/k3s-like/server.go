@@ -115,8 +115,20 @@ func (o *serverOptions) serve(ctx context.Context, cp *controlPlane, args map[st
 	h.AfterBarrier = append(h.AfterBarrier,
 		func(*scoping.Plan) error { return o.ensurePKI(ctx, log) },
 		func(*scoping.Plan) error { return o.serveStatus(ctx, cp) })
+	if !o.node.disableAgent {
+		h.AfterBarrier = append(h.AfterBarrier, func(*scoping.Plan) error { return o.prepareNode() })
+	}
 	go o.announceReady(ctx, h, log, started, systemd)
-	if err := h.Run(ctx); err != nil {
+	err := h.Run(ctx)
+	if !o.node.disableAgent && passed.Load() {
+		d := newNodeDirs(o.dataDir)
+		n, uerr := unmountUnder(o.dataDir, d.run)
+		if uerr != nil {
+			log.Error(uerr, "Unmounting the node's mounts")
+		}
+		log.Info("Unmounted the node's mounts", "count", n)
+	}
+	if err != nil {
 		err = explainDatastore(err, datadir.Etcd(o.dataDir))
 		if !passed.Load() {
 			release()

@@ -11,6 +11,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 )
@@ -73,6 +74,7 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	if o.featureGates != "" {
 		short = append(short, kubeargs.Arg{Key: "feature-gates", Value: o.featureGates})
 	}
+	kubeletShort := append([]kubeargs.Arg(nil), short...) // the kubelet has no --emulated-version
 	if o.emulatedVersion != "" {
 		short = append(short, kubeargs.Arg{Key: "emulated-version", Value: o.emulatedVersion})
 	}
@@ -98,6 +100,11 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 			}
 		}
 		out[name] = kubeargs.Merge(d, short, extra)
+	}
+	if !o.node.disableAgent {
+		if out[node.KubeletName], err = o.kubeletArgs(kubeletShort); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -49,7 +49,8 @@ type serverOptions struct {
 	etcdPeerPort      int
 	stopTimeout       time.Duration
 	configFile        string
-	nodeName          string // KEP-3920 feature discovery: this server's identity in the Feature objects
+	nodeName          string // the node's name, and this server's identity in the Feature objects (KEP-3920)
+	node              nodeOptions
 }
 
 func newServerCommand() *cobra.Command {
@@ -64,7 +65,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	home, _ := os.UserHomeDir()
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run the control plane: embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager",
+		Short: "Run the control plane (embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager) and, unless --disable-agent, a node: the kubelet and containerd",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			files, err := configFiles(o.configFile, os.Getenv)
@@ -119,7 +120,8 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	// KEP-3920 feature discovery: the server's identity in status.servers of
 	// the Feature objects and in its field manager, k3s-like/NODE_NAME.
 	hostname, _ := os.Hostname()
-	f.StringVar(&o.nodeName, "node-name", hostname, "This server's identity: its entry in the Feature objects' status.servers (default the hostname)")
+	f.StringVar(&o.nodeName, "node-name", hostname, "The node's name, and this server's identity: its entry in the Feature objects' status.servers (default the hostname)")
+	addNodeFlags(f, &o.node)
 	return cmd, o
 }
 

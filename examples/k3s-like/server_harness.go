@@ -7,6 +7,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -67,6 +68,11 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		Publisher:         pub,
 	}).Add(h, args); err != nil {
 		return nil, err
+	}
+	if !o.node.disableAgent {
+		if err := o.addNode(h, args[node.KubeletName]); err != nil {
+			return nil, err
+		}
 	}
 	return cp, nil
 }

@@ -23,7 +23,10 @@ import (
 // --token), otherwise locally.
 func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if !o.externalDatastore() {
-		return o.writePKI()
+		if err := o.writePKI(); err != nil {
+			return err
+		}
+		return o.writeEmbeddedToken(log)
 	}
 	tok, source, found, err := o.resolveToken(os.Getenv)
 	if err != nil {
@@ -84,6 +87,39 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	}
 	if changed {
 		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers with --token-file", source, tokenFile(o.dataDir)))
+	}
+	return nil
+}
+
+// writeEmbeddedToken writes the cluster's full token to DATA_DIR/token
+// (0600) on the embedded datastore, as k3s's server does: the one given
+// (--token, --token-file, the environment, a token file already there),
+// checked against the cluster CA when it pins one, or a new secret. It is
+// what an agent joins with.
+func (o *serverOptions) writeEmbeddedToken(log logr.Logger) error {
+	tok, source, found, err := o.resolveToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
+	if err != nil {
+		return err
+	}
+	if !found {
+		secret, err := newSecret()
+		if err != nil {
+			return err
+		}
+		tok, source = clusterToken{secret: secret}, "generated"
+	} else if err := tok.checkCA(ca); err != nil {
+		return err
+	}
+	changed, err := writeTokenFile(o.dataDir, tok.full(ca))
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
+	}
+	if changed {
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600)", source, tokenFile(o.dataDir)))
 	}
 	return nil
 }

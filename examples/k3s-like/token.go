@@ -130,20 +130,5 @@ func writeTokenFile(dataDir, full string) (changed bool, err error) {
 	if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == full {
 		return false, os.Chmod(path, 0o600)
 	}
-	tmp, err := os.CreateTemp(dataDir, ".token-*")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(full + "\n"); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return false, err
-	}
-	return true, os.Rename(tmp.Name(), path)
+	return true, writeFileAtomic(path, []byte(full+"\n"), 0o600)
 }

@@ -66,7 +66,7 @@ func TestVersion(t *testing.T) {
 		assert.NotContains(t, out, "sets the reported version", args)
 	}
 
-	_, stderr, code = run("--version="+stamped+"-other", "server", "--data-dir="+dataDir, "--dry-run")
+	_, stderr, code = run("--version="+stamped+"-other", "server", "--disable-agent", "--data-dir="+dataDir, "--dry-run")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, lastLine(stderr), "k3s-like: --version="+stamped+"-other: k3s-like does not change the Kubernetes version it reports")
 	_, err = os.Stat(dataDir)

@@ -185,6 +185,7 @@ const componentQPS, componentBurst = "200", "400"
 // from `--dry-run` of the same, so both run exactly the same flags.
 func serverArgs(dir string, p ports) []string {
 	return []string{"server",
+		"--disable-agent", // the control plane against the upstream binaries: no node in either
 		"--data-dir=" + dir,
 		"--https-listen-port=" + strconv.Itoa(p.https),
 		"--etcd-client-port=" + strconv.Itoa(p.etcdClient),

@@ -1,4 +1,7 @@
-package components
+// Package flags adds upstream's named flag sets to a component's scope
+// the way every adapter does (AddSets), and refuses flags an adapter keeps
+// by name but cannot honour (Refuse).
+package flags
 
 import (
 	"errors"
@@ -19,25 +22,25 @@ var unreconciledLoggingFlags = []string{
 	"log-json-split-stream", "log-json-info-buffer-size",
 }
 
-// addFlagSets adds upstream's named flag sets to the scope's flag set in
+// AddSets adds upstream's named flag sets to the scope's flag set in
 // upstream's order, with upstream's name normalisation (cli.Run's
 // WordSepNormalizeFunc: --leader_elect is --leader-elect). It leaves out
 // nothing: the commands' extra "global" flags (--version, --help, klog's
 // flags) are added by NewXCommand, which the adapters do not use.
-func addFlagSets(s *scoping.Scope, nfs cliflag.NamedFlagSets) {
+func AddSets(s *scoping.Scope, nfs cliflag.NamedFlagSets) {
 	fs := s.FlagSet()
 	fs.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	for _, name := range nfs.Order {
 		fs.AddFlagSet(nfs.FlagSets[name])
 	}
 	for _, name := range unreconciledLoggingFlags {
-		refuseFlag(fs, name, "--"+name+" is a process-wide logging setting that a single binary cannot give per component, and the barrier reconciles only -v, --vmodule and --logging-format")
+		Refuse(fs, name, "--"+name+" is a process-wide logging setting that a single binary cannot give per component, and the barrier reconciles only -v, --vmodule and --logging-format")
 	}
 }
 
-// refuseFlag keeps the flag name in fs, if it exists, as upstream has it,
+// Refuse keeps the flag name in fs, if it exists, as upstream has it,
 // but makes it refuse every value with reason.
-func refuseFlag(fs *pflag.FlagSet, name, reason string) {
+func Refuse(fs *pflag.FlagSet, name, reason string) {
 	if f := fs.Lookup(name); f != nil {
 		f.Value = &refusedFlag{Value: f.Value, reason: reason}
 	}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"net"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/pki"
+)
+
+// Settings are what a distro decides for its kubelet; DefaultKubeletFlags
+// turns them into the kubelet's flags.
+type Settings struct {
+	// Name is the node's name (--hostname-override).
+	Name string
+	// IP is the node's IP (--node-ip); empty: upstream's choice.
+	IP net.IP
+	// RootDir is the kubelet's directory (--root-dir).
+	RootDir string
+	// RuntimeSocket is the CRI's unix socket (--container-runtime-endpoint).
+	RuntimeSocket string
+	// ClusterDNS and ClusterDomain are the cluster DNS Service's IP and
+	// the cluster's domain.
+	ClusterDNS    string
+	ClusterDomain string
+	// Labels and Taints are registered with the node (--node-labels,
+	// --register-with-taints: key=value:Effect).
+	Labels map[string]string
+	Taints []string
+	// AllowCgroupV1 sets failCgroupV1: false (v1.35+ refuses a cgroup v1
+	// host otherwise). See CgroupV1.
+	AllowCgroupV1 bool
+}
+
+// DefaultKubeletFlags are the kubelet's flags for a node of a control
+// plane whose PKI is l (the node's certificates from Files.EnsureNode):
+// its kubeconfig and serving certificate, clients authenticated by the
+// cluster's client CA and authorized by the apiserver (Webhook, no
+// anonymous access, no read-only port), its directories under RootDir,
+// the runtime's socket, the cgroupfs driver, and the image garbage
+// collector and disk eviction thresholds of k3s (5% free).
+func DefaultKubeletFlags(l pki.Layout, s Settings) []kubeargs.Arg {
+	nl := l.NodeLayout(s.Name)
+	args := []kubeargs.Arg{
+		{Key: "kubeconfig", Value: nl.Kubeconfig()},
+		{Key: "tls-cert-file", Value: nl.Serving().CertFile},
+		{Key: "tls-private-key-file", Value: nl.Serving().KeyFile},
+		{Key: "client-ca-file", Value: l.ClientCA().CertFile},
+		{Key: "anonymous-auth", Value: "false"},
+		{Key: "authentication-token-webhook", Value: "true"},
+		{Key: "authorization-mode", Value: "Webhook"},
+		{Key: "read-only-port", Value: "0"},
+		{Key: "hostname-override", Value: s.Name},
+		{Key: "root-dir", Value: s.RootDir},
+		{Key: "cert-dir", Value: filepath.Join(s.RootDir, "pki")},
+		{Key: "volume-plugin-dir", Value: filepath.Join(s.RootDir, "volume-plugins")},
+		{Key: "container-runtime-endpoint", Value: "unix://" + s.RuntimeSocket},
+		{Key: "cgroup-driver", Value: "cgroupfs"},
+		{Key: "serialize-image-pulls", Value: "false"},
+		{Key: "eviction-hard", Value: "imagefs.available<5%,nodefs.available<5%"},
+		{Key: "eviction-minimum-reclaim", Value: "imagefs.available=10%,nodefs.available=10%"},
+		{Key: "image-gc-high-threshold", Value: "95"},
+		{Key: "image-gc-low-threshold", Value: "90"},
+	}
+	if s.IP != nil {
+		args = append(args, kubeargs.Arg{Key: "node-ip", Value: s.IP.String()})
+	}
+	if s.ClusterDNS != "" {
+		args = append(args, kubeargs.Arg{Key: "cluster-dns", Value: s.ClusterDNS})
+	}
+	if s.ClusterDomain != "" {
+		args = append(args, kubeargs.Arg{Key: "cluster-domain", Value: s.ClusterDomain})
+	}
+	if len(s.Labels) > 0 {
+		labels := make([]string, 0, len(s.Labels))
+		for k, v := range s.Labels {
+			labels = append(labels, k+"="+v)
+		}
+		sort.Strings(labels)
+		args = append(args, kubeargs.Arg{Key: "node-labels", Value: strings.Join(labels, ",")})
+	}
+	if len(s.Taints) > 0 {
+		args = append(args, kubeargs.Arg{Key: "register-with-taints", Value: strings.Join(s.Taints, ",")})
+	}
+	if s.AllowCgroupV1 {
+		args = append(args, kubeargs.Arg{Key: "fail-cgroupv1", Value: strconv.FormatBool(false)})
+	}
+	return args
+}
+
+// CgroupV1 reports whether this host's /sys/fs/cgroup is not the cgroup v2
+// unified hierarchy (a v1 or hybrid host), where v1.35+ kubelets refuse to
+// start unless failCgroupV1 is false.
+func CgroupV1() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return false, err
+	}
+	return st.Type != unix.CGROUP2_SUPER_MAGIC, nil
+}

@@ -1,0 +1,276 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/configz"
+	"k8s.io/component-base/featuregate"
+	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
+	kubeletopts "k8s.io/kubernetes/cmd/kubelet/app/options"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	kubeletvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
+
+	"github.com/kubeharness/kubeharness/components/internal/flags"
+	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// KubeletName is the component name of the kubelet adapter.
+const KubeletName = names.Kubelet
+
+// kubeletConfigzName is the configz name the kubelet's run registers.
+const kubeletConfigzName = "kubeletconfig"
+
+// kubeletProcessFlags are the kubelet command's flags that set process-wide
+// Go flag globals (cadvisor's, added by options.AddGlobalFlags): the adapter
+// keeps their names and refuses them, rather than let one component's
+// parse write process-wide state before the barrier.
+var kubeletProcessFlags = []string{"housekeeping-interval"}
+
+// Kubelet runs the real kubelet of k8s.io/kubernetes as a harness
+// component. It takes the kubelet's flags (those of options.KubeletFlags
+// and options.AddKubeletConfigFlags) and its configuration files (--config
+// and --config-dir, merged as upstream merges them, flags last). Create it
+// with NewKubelet; a value runs once, and a process runs one kubelet once
+// (StartsOnce).
+//
+// Its feature gates — --feature-gates and the files' featureGates — are
+// the kubelet scope's requests, reconciled at the barrier with the other
+// components' (a file's gate is named by its file). The kubelet has no
+// --emulated-version: it runs at the emulation version the barrier
+// reconciled for the process, which is the control plane's, so a kubelet
+// in the same process is never newer than its apiserver (the skew policy);
+// a gate not available at that version is refused at the barrier.
+//
+// It uses options.NewKubeletFlags, options.NewKubeletConfiguration,
+// app.UnsecuredDependencies and app.Run, never NewKubeletCommand (which
+// installs signal handlers, applies logging and writes the process gate).
+type Kubelet struct {
+	ready     chan struct{} // closed once ready
+	readyOnce sync.Once
+
+	flags  *kubeletopts.KubeletFlags
+	config *kubeletconfig.KubeletConfiguration
+	replay *kubeletReplay
+	server *kubeletopts.KubeletServer // set by Complete
+}
+
+// NewKubelet returns a kubelet component.
+func NewKubelet() *Kubelet {
+	return &Kubelet{ready: make(chan struct{})}
+}
+
+// Name returns "kubelet".
+func (k *Kubelet) Name() string { return KubeletName }
+
+// StartsOnce says why a process starts its kubelet once (harness.Once).
+func (k *Kubelet) StartsOnce() string {
+	return "the kubelet runs informers on wait.NeverStop and servers that ignore their context, and exits the process when its port is taken"
+}
+
+// AddFlags adds the kubelet's flags to the scope: its KubeletFlags and
+// configuration flags, with upstream's name normalisation; the feature
+// gates given by flag are set on the scope's gate as they are parsed.
+// cadvisor's process-wide --housekeeping-interval and the unreconciled
+// logging flags are refused; the command's own --version and --help are
+// not added. It has no other effect.
+func (k *Kubelet) AddFlags(s *scoping.Scope) error {
+	config, err := kubeletopts.NewKubeletConfiguration()
+	if err != nil {
+		return err
+	}
+	k.flags, k.config, k.replay = kubeletopts.NewKubeletFlags(), config, &kubeletReplay{}
+	own := pflag.NewFlagSet(KubeletName, pflag.ContinueOnError)
+	k.flags.AddFlags(own)
+	cfg := pflag.NewFlagSet(KubeletName+"-config", pflag.ContinueOnError)
+	kubeletopts.AddKubeletConfigFlags(cfg, k.config)
+	k.replay.record(cfg)
+	gates := cfg.Lookup("feature-gates")
+	gates.Value = &gateTee{Value: gates.Value, gate: s.FeatureGate()}
+	for _, name := range kubeletProcessFlags {
+		cfg.String(name, "", "cadvisor's process-wide setting")
+	}
+	flags.AddSets(s, cliflag.NamedFlagSets{Order: []string{"kubelet", "config"}, FlagSets: map[string]*pflag.FlagSet{"kubelet": own, "config": cfg}})
+	for _, name := range kubeletProcessFlags {
+		flags.Refuse(s.FlagSet(), name, "--"+name+" sets a process-wide Go flag of cadvisor's, which a component's flags cannot set")
+	}
+	return nil
+}
+
+// gateTee is the kubelet's --feature-gates value that also sets the
+// scope's gate, so that the scope records the flag's features as the
+// kubelet's requests.
+type gateTee struct {
+	pflag.Value
+	gate featuregate.MutableFeatureGate
+}
+
+// Set sets the scope's gate, then the kubelet's map.
+func (g *gateTee) Set(s string) error {
+	if err := g.gate.Set(s); err != nil {
+		return err
+	}
+	return g.Value.Set(s)
+}
+
+// Complete validates the flags, merges the configuration files over them
+// (see kubelet_config.go), records the files' feature gates as the
+// kubelet's requests (scoping.Scope.SetFeatures, named by their file) and
+// validates the configuration against the scope's gate, all before the
+// barrier: a bad file or value fails the parse phase.
+func (k *Kubelet) Complete(s *scoping.Scope) error {
+	if k.flags == nil {
+		return fmt.Errorf("%s: Complete before AddFlags", KubeletName)
+	}
+	if err := kubeletopts.ValidateKubeletFlags(k.flags); err != nil {
+		return &scoping.FlagError{Component: KubeletName, Err: err}
+	}
+	files, err := mergeKubeletFiles(context.Background(), k.flags, k.config, k.replay)
+	if err != nil {
+		return err
+	}
+	for _, origin := range sortedOrigins(files.gates) {
+		if err := s.SetFeatures(origin, files.gates[origin]); err != nil {
+			return err
+		}
+	}
+	if err := kubeletvalidation.ValidateKubeletConfiguration(files.config, s.FeatureGate()); err != nil {
+		return &scoping.FlagError{Component: KubeletName, Err: fmt.Errorf("invalid configuration: %w", err)}
+	}
+	k.server = &kubeletopts.KubeletServer{KubeletFlags: *k.flags, KubeletConfiguration: *files.config}
+	return nil
+}
+
+// sortedOrigins returns the origins in a stable order: --config first.
+func sortedOrigins(m map[string]map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for _, prefix := range []string{"--config=", "--config-dir="} {
+		for origin := range m {
+			if len(origin) > len(prefix) && origin[:len(prefix)] == prefix {
+				out = append(out, origin)
+			}
+		}
+	}
+	return out
+}
+
+// Server returns the kubelet's merged configuration, once Complete ran
+// (nil before): what Run will run.
+func (k *Kubelet) Server() *kubeletopts.KubeletServer { return k.server }
+
+// Run checks that the kubelet's ports are free (upstream exits the process
+// when one is taken), builds its dependencies (app.UnsecuredDependencies)
+// and runs it (app.Run) with the process gate, which after the barrier
+// holds the reconciled values (upstream's run writes the kubelet's gates
+// into it again: the same values). Run returns when ctx ends; the
+// kubelet's informers and servers do not (StartsOnce).
+func (k *Kubelet) Run(ctx context.Context) error {
+	if k.server == nil {
+		return fmt.Errorf("%s: Run before AddFlags and Complete", KubeletName)
+	}
+	if ctx.Err() != nil {
+		return nil // stopped before it started
+	}
+	kc := &k.server.KubeletConfiguration
+	if err := portsFree(kubeletPorts(kc)); err != nil {
+		return err
+	}
+	deps, err := kubeletapp.UnsecuredDependencies(ctx, k.server, utilfeature.DefaultFeatureGate)
+	if err != nil {
+		return fmt.Errorf("%s: %w", KubeletName, err)
+	}
+	defer configz.Delete(kubeletConfigzName)
+	if kc.HealthzPort > 0 {
+		probeCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			if waitKubeletHealthz(probeCtx, kc.HealthzBindAddress, kc.HealthzPort) == nil {
+				k.markReady()
+			}
+		}()
+	} else {
+		k.markReady() // nothing to ask: ready once it runs
+	}
+	return kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate)
+}
+
+// Ready blocks until the kubelet's /healthz (--healthz-bind-address,
+// --healthz-port) answered 200, or, with --healthz-port=0, until Run
+// started it; or until ctx ends.
+func (k *Kubelet) Ready(ctx context.Context) error {
+	select {
+	case <-k.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// markReady reports the kubelet ready; later calls do nothing.
+func (k *Kubelet) markReady() { k.readyOnce.Do(func() { close(k.ready) }) }
+
+// kubeletPort is one of the kubelet's listening ports, by the flag that
+// sets it.
+type kubeletPort struct {
+	flag string
+	addr string
+}
+
+// kubeletPorts returns the ports the kubelet will listen on: its API
+// (--address, --port), its read-only port if set, its /healthz if set.
+func kubeletPorts(kc *kubeletconfig.KubeletConfiguration) []kubeletPort {
+	ports := []kubeletPort{{"--port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port)))}}
+	if kc.ReadOnlyPort > 0 {
+		ports = append(ports, kubeletPort{"--read-only-port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))})
+	}
+	if kc.HealthzPort > 0 {
+		ports = append(ports, kubeletPort{"--healthz-port", net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort)))})
+	}
+	return ports
+}
+
+// portsFree binds and closes each port, so that a taken one is a named
+// error instead of upstream's os.Exit (its servers exit the process when
+// their bind fails).
+func portsFree(ports []kubeletPort) error {
+	var errs []error
+	for _, p := range ports {
+		l, err := net.Listen("tcp", p.addr)
+		if err != nil {
+			errs = append(errs, &scoping.FlagError{Component: KubeletName, Flag: p.flag, Value: p.addr, Err: err})
+			continue
+		}
+		_ = l.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// waitKubeletHealthz polls the kubelet's plain-HTTP /healthz until it
+// answers 200 or ctx ends.
+func waitKubeletHealthz(ctx context.Context, host string, port int32) error {
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + "/healthz"
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}

@@ -1,0 +1,10 @@
+//go:build k8s1_36
+
+package node_test
+
+// kubeletAlphaNew is an alpha kubelet feature new in this minor (v1.36),
+// not available when the process emulates previousMinor.
+const (
+	kubeletAlphaNew = "CRIListStreaming"
+	previousMinor   = "1.35"
+)

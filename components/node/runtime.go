@@ -1,0 +1,342 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/apimachinery/pkg/util/wait"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// RuntimeName is the component name of the container runtime child.
+const RuntimeName = names.Containerd
+
+// Runtime runs the node's CRI runtime (containerd) as a child process of
+// this binary, as k3s does: Command is this binary's containerd entry point
+// and its arguments. The child dies with the process (SIGKILL on the
+// parent's death); its exit before the stop is Run's *RuntimeExitError,
+// with the end of its output. Ready waits until its CRI socket answers
+// Version, then runs BeforeReady (image import). At the stop it removes
+// every pod sandbox through the CRI (the containers, their network and
+// mounts), then stops the child (SIGTERM, SIGKILL after half the stop
+// deadline). Create it with NewRuntime; a value runs once.
+type Runtime struct {
+	cfg   RuntimeConfig
+	ready chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	conn  *grpc.ClientConn // set by Ready
+}
+
+// RuntimeConfig is what Runtime runs.
+type RuntimeConfig struct {
+	// Command is the child's argv; Command[0] is the executable.
+	Command []string
+	// Env is the child's environment (nil: this process's).
+	Env []string
+	// Socket is the path of the unix socket the child serves the CRI on.
+	Socket string
+	// Output receives the child's stdout and stderr (nil: discarded); the
+	// last lines are kept for the exit error either way.
+	Output io.Writer
+	// BeforeReady, if set, runs once the CRI answers, before Ready returns
+	// (the images of the data dir imported, say); its error fails Ready.
+	BeforeReady func(ctx context.Context) error
+	// StopGrace is how long the child has after SIGTERM before it is
+	// killed, with its process group (0: 10 s).
+	StopGrace time.Duration
+}
+
+// NewRuntime returns the runtime component for cfg.
+func NewRuntime(cfg RuntimeConfig) *Runtime {
+	return &Runtime{cfg: cfg, ready: make(chan struct{})}
+}
+
+// Name returns "containerd".
+func (r *Runtime) Name() string { return RuntimeName }
+
+// AddFlags adds no flags: the child's configuration is its Command.
+func (r *Runtime) AddFlags(*scoping.Scope) error { return nil }
+
+// RuntimeExitError is the runtime child ending before it was asked to
+// stop (or failing to start): its command, its exit, the end of its output.
+type RuntimeExitError struct {
+	Command []string
+	Err     error
+	Tail    string
+}
+
+// Error reads like "containerd exited: exit status 1 (…/k3s-like
+// containerd --config …); last output: …".
+func (e *RuntimeExitError) Error() string {
+	msg := fmt.Sprintf("%s exited: %v (%s)", RuntimeName, e.Err, strings.Join(e.Command, " "))
+	if e.Tail != "" {
+		msg += "; last output:\n" + e.Tail
+	}
+	return msg
+}
+
+// Unwrap returns the exit.
+func (e *RuntimeExitError) Unwrap() error { return e.Err }
+
+// Run starts the child and waits: until ctx ends (the stop: the child is
+// sent SIGTERM and Run returns once it exited, nil), or until the child
+// exits by itself (a *RuntimeExitError).
+func (r *Runtime) Run(ctx context.Context) error {
+	if len(r.cfg.Command) == 0 || r.cfg.Socket == "" {
+		return fmt.Errorf("%s: no command or socket", RuntimeName)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	tail := &tailBuffer{max: 4096}
+	var out io.Writer = tail
+	if r.cfg.Output != nil {
+		out = io.MultiWriter(r.cfg.Output, tail)
+	}
+	_ = os.Remove(r.cfg.Socket) // a stale socket of a killed child
+	started := make(chan error, 1)
+	exited := make(chan error, 1)
+	var cmd *exec.Cmd
+	// Pdeathsig is sent when the thread that started the child exits: the
+	// thread stays locked to this goroutine until the child exited.
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		cmd = exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
+		cmd.Env = r.cfg.Env
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return &RuntimeExitError{Command: r.cfg.Command, Err: err}
+	}
+	select {
+	case err := <-exited:
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		return &RuntimeExitError{Command: r.cfg.Command, Err: err, Tail: tail.String()}
+	case <-ctx.Done():
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(r.stopGrace()):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	r.closeConn()
+	if n := killShims(r.cfg.Socket); n > 0 {
+		klog.FromContext(ctx).Info("Killed the runtime's leftover shims and their containers", "processes", n)
+	}
+	return nil
+}
+
+// killShims kills, with SIGKILL, every process whose command line has
+// "-address socket" (the runtime's shims: containerd-shim-runc-v2 …
+// -address socket, whatever their argv[0]),
+// with all their descendants (the containers' processes), children first,
+// and returns how many it killed. Shims outlive containerd by design; a
+// sandbox the kubelet created after Stop's sweep would otherwise leave its
+// containers running after the node stopped.
+func killShims(socket string) int {
+	procs, err := readProcs()
+	if err != nil {
+		return 0
+	}
+	var kill []int
+	var add func(pid int)
+	add = func(pid int) {
+		for _, child := range procs.children[pid] {
+			add(child)
+		}
+		kill = append(kill, pid)
+	}
+	for pid, cmdline := range procs.cmdline {
+		if pid != os.Getpid() && strings.Contains(cmdline, "-address "+socket+" ") {
+			add(pid)
+		}
+	}
+	for _, pid := range kill {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return len(kill)
+}
+
+// procTable is /proc read once: each process's command line and children.
+type procTable struct {
+	cmdline  map[int]string
+	children map[int][]int
+}
+
+// readProcs reads every process's command line and parent from /proc.
+func readProcs() (*procTable, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	t := &procTable{cmdline: map[int]string{}, children: map[int][]int{}}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		t.children[ppid] = append(t.children[ppid], pid)
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		t.cmdline[pid] = string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+	}
+	return t, nil
+}
+
+func (r *Runtime) stopGrace() time.Duration {
+	if r.cfg.StopGrace > 0 {
+		return r.cfg.StopGrace
+	}
+	return 10 * time.Second
+}
+
+// Ready blocks until the child's CRI answers Version and BeforeReady
+// returned nil, or ctx ends.
+func (r *Runtime) Ready(ctx context.Context) error {
+	conn, err := grpc.NewClient("unix://"+r.cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	client := runtimeapi.NewRuntimeServiceClient(conn)
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, last = client.Version(callCtx, &runtimeapi.VersionRequest{})
+		return last == nil, nil
+	})
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("%s: CRI at %s: %w (last: %v)", RuntimeName, r.cfg.Socket, err, last)
+	}
+	r.mu.Lock()
+	r.conn = conn
+	r.mu.Unlock()
+	if r.cfg.BeforeReady != nil {
+		if err := r.cfg.BeforeReady(ctx); err != nil {
+			return fmt.Errorf("%s: %w", RuntimeName, err)
+		}
+	}
+	r.once.Do(func() { close(r.ready) })
+	return nil
+}
+
+// Stop removes every pod sandbox through the CRI within ctx's deadline
+// (stopping their containers, tearing down their network and mounts), so
+// that no container outlives the node; Run's context then stops the child,
+// and Run kills any shim left behind, with its containers. A sandbox it
+// could not remove is logged, not an error: Run's kill completes the stop.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	conn := r.conn
+	r.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	if err := RemoveAllSandboxes(ctx, runtimeapi.NewRuntimeServiceClient(conn), logger); err != nil {
+		// What is left is killed by Run once the child exited (killShims):
+		// the stop is complete either way.
+		logger.Error(err, "Removing the pod sandboxes at the stop; their shims and containers are killed after containerd")
+	}
+	return nil
+}
+
+func (r *Runtime) closeConn() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn != nil {
+		_ = r.conn.Close()
+		r.conn = nil
+	}
+}
+
+// RemoveAllSandboxes stops and removes every pod sandbox the CRI lists, in
+// parallel, and returns the errors joined.
+func RemoveAllSandboxes(ctx context.Context, client runtimeapi.RuntimeServiceClient, logger klog.Logger) error {
+	resp, err := client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return fmt.Errorf("%s: listing pod sandboxes: %w", RuntimeName, err)
+	}
+	errs := make([]error, len(resp.Items))
+	var wg sync.WaitGroup
+	for i, sb := range resp.Items {
+		wg.Go(func() {
+			name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
+			if _, err := client.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				errs[i] = fmt.Errorf("stopping pod sandbox %s: %w", name, err)
+				return
+			}
+			if _, err := client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+				errs[i] = fmt.Errorf("removing pod sandbox %s: %w", name, err)
+				return
+			}
+			logger.V(2).Info("Removed pod sandbox", "pod", name)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(p)
+	if extra := t.buf.Len() - t.max; extra > 0 {
+		t.buf.Next(extra)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(t.buf.String())
+}

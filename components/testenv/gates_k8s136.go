@@ -1,0 +1,8 @@
+//go:build k8s1_36
+
+package testenv
+
+// KubeletGate is an alpha kubelet feature gate new in the minor the tests
+// are built with (v1.36: CRIListStreaming, the kubelet's streaming CRI
+// list calls), off by default: what k3s#11937's agents could not turn on.
+const KubeletGate = "CRIListStreaming"

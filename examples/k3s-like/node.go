@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// nodeOptions are the flags of the server's node, named as k3s names them.
+type nodeOptions struct {
+	disableAgent    bool
+	nodeIP          string
+	labels          []string
+	taints          []string
+	kubeletArgs     []string
+	runtimeEndpoint string
+}
+
+func addNodeFlags(f *pflag.FlagSet, o *nodeOptions) {
+	f.BoolVar(&o.disableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
+	f.StringVar(&o.nodeIP, "node-ip", "", "The node's IP address (default the default route's address)")
+	f.StringArrayVar(&o.labels, "node-label", nil, "Label to register the node with, key=value (repeatable)")
+	f.StringArrayVar(&o.taints, "node-taint", nil, "Taint to register the node with, key=value:Effect (repeatable)")
+	f.StringArrayVar(&o.kubeletArgs, "kubelet-arg", nil, "Customized flag for the kubelet (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
+	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "Use this existing CRI socket instead of running containerd from this binary")
+}
+
+// nodeDirs are where the node keeps its files: its state under the data
+// dir, its sockets under a short directory of /run (a unix socket's path
+// is limited to 107 bytes), one per data dir.
+type nodeDirs struct {
+	agent   string // DATA_DIR/agent
+	run     string // /run/k3s-like/HASH
+	bin     string // the binary under the names of containerd's shim and the CNI plugins
+	images  string // image archives imported at start
+	cniConf string
+}
+
+func newNodeDirs(dataDir string) nodeDirs {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	agent := filepath.Join(dataDir, "agent")
+	return nodeDirs{
+		agent:   agent,
+		run:     filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5])),
+		bin:     filepath.Join(agent, "bin"),
+		images:  filepath.Join(agent, "images"),
+		cniConf: filepath.Join(agent, "etc", "cni", "net.d"),
+	}
+}
+
+func (d nodeDirs) socket() string { return filepath.Join(d.run, "containerd.sock") }
+func (d nodeDirs) containerdConfig() string {
+	return filepath.Join(d.agent, "etc", "containerd", "config.toml")
+}
+func (d nodeDirs) kubeletRoot() string { return filepath.Join(d.agent, "kubelet") }
+
+// snapshotter is the containerd snapshotter of the node's images.
+const snapshotter = "overlayfs"
+
+// sandboxImage is the pause image containerd runs each pod's sandbox
+// from, built by `make images` (images/).
+const sandboxImage = "registry.k8s.io/pause:3.10.2"
+
+// nodeIP is --node-ip, or the default route's address (loopback without one).
+func (o *serverOptions) nodeIP() (net.IP, error) {
+	if o.node.nodeIP != "" {
+		ip := net.ParseIP(o.node.nodeIP)
+		if ip == nil {
+			return nil, fmt.Errorf("--node-ip=%s: not an IP address", o.node.nodeIP)
+		}
+		return ip, nil
+	}
+	ip, err := utilnet.ResolveBindAddress(net.IPv4zero)
+	if err != nil || ip.IsUnspecified() {
+		return net.IPv4(127, 0, 0, 1), nil
+	}
+	return ip, nil
+}
+
+// kubeletArgs are the kubelet's arguments: node.DefaultKubeletFlags for
+// this server's node, the logging and feature-gate shorthands, then
+// --kubelet-arg by k3s's rules.
+func (o *serverOptions) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
+	ip, err := o.nodeIP()
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for _, l := range o.node.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--node-label=%s: want key=value", l)
+		}
+		labels[k] = v
+	}
+	v1, err := node.CgroupV1()
+	if err != nil {
+		return nil, fmt.Errorf("reading /sys/fs/cgroup: %w", err)
+	}
+	d := newNodeDirs(o.dataDir)
+	socket := d.socket()
+	if o.node.runtimeEndpoint != "" {
+		socket = strings.TrimPrefix(o.node.runtimeEndpoint, "unix://")
+	}
+	defaults := node.DefaultKubeletFlags(o.layout(), node.Settings{
+		Name: o.nodeName, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
+		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain,
+		Labels: labels, Taints: o.node.taints,
+		// These hosts keep cgroup v1 (the unified hierarchy has no
+		// controllers): the kubelet is told so explicitly.
+		AllowCgroupV1: v1,
+	})
+	user, err := kubeargs.Parse("kubelet-arg", o.node.kubeletArgs)
+	if err != nil {
+		return nil, err
+	}
+	return kubeargs.Merge(defaults, short, user), nil
+}
+
+// addNode adds the node's components: containerd (unless
+// --container-runtime-endpoint), the kubelet after it and the apiserver,
+// and the writer of the node's CNI configuration after the kubelet.
+func (o *serverOptions) addNode(h *harness.Harness, kubeletArgs []string) error {
+	d := newNodeDirs(o.dataDir)
+	deps := []string{components.APIServerName}
+	if o.node.runtimeEndpoint == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		rt := node.NewRuntime(node.RuntimeConfig{
+			Command: []string{self, containerdCommand, "--config", d.containerdConfig()},
+			Socket:  d.socket(),
+			Output:  containerdLog{},
+			BeforeReady: func(ctx context.Context) error {
+				return importImages(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
+			},
+		})
+		if err := h.Add(rt, nil); err != nil {
+			return err
+		}
+		deps = append(deps, node.RuntimeName)
+	}
+	if err := h.Add(node.NewKubelet(), kubeletArgs, deps...); err != nil {
+		return err
+	}
+	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: func(ctx context.Context) error {
+		return o.writeCNIConfig(ctx, d)
+	}}, nil, node.KubeletName)
+}
+
+// cniConfigName is the component that writes the node's CNI configuration.
+const cniConfigName = "cni-config"
+
+// prepareNode writes, after the barrier, what the node's components need
+// on disk: its PKI (from the cluster's CAs), containerd's configuration and
+// the binary under its shim's and CNI plugins' names.
+func (o *serverOptions) prepareNode() error {
+	l := o.layout()
+	serverCA, err := pki.LoadOrCreateCA(l.ServerCA().CertFile, l.ServerCA().KeyFile, "")
+	if err != nil {
+		return err
+	}
+	clientCA, err := pki.LoadOrCreateCA(l.ClientCA().CertFile, l.ClientCA().KeyFile, "")
+	if err != nil {
+		return err
+	}
+	ip, err := o.nodeIP()
+	if err != nil {
+		return err
+	}
+	files := &pki.Files{Dir: l.Dir, ServerCA: serverCA, ClientCA: clientCA}
+	if _, err := files.EnsureNode(pki.Node{Name: o.nodeName, IPs: []net.IP{ip}}, o.settings().APIServerURL()); err != nil {
+		return err
+	}
+	if o.node.runtimeEndpoint != "" {
+		return nil
+	}
+	d := newNodeDirs(o.dataDir)
+	for _, dir := range []string{d.bin, d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, name := range append([]string{shimName}, cniPlugins...) {
+		link := filepath.Join(d.bin, name)
+		_ = os.Remove(link)
+		if err := os.Symlink(self, link); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
+}
+
+// containerdConfig is containerd's configuration for the node: its state
+// and sockets under d.run, its images and snapshots under the data dir,
+// the CRI with the project's sandbox image, runc from the host, the
+// cgroupfs driver, the CNI plugins of this binary.
+func containerdConfig(d nodeDirs) string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	return fmt.Sprintf(`version = 3
+root = %s
+state = %s
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+
+[grpc]
+  address = %s
+[ttrpc]
+  address = %s
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = %s
+  [plugins."io.containerd.shim.v1.manager"]
+    socket_dir = %s
+  [plugins."io.containerd.transfer.v1.local"]
+    [[plugins."io.containerd.transfer.v1.local".unpack_config]]
+      platform = %s
+      snapshotter = %q
+  [plugins."io.containerd.cri.v1.images"]
+    snapshotter = %q
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      sandbox = %q
+  [plugins."io.containerd.cri.v1.runtime"]
+    netns_mounts_under_state_dir = true
+    restrict_oom_score_adj = true
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        runtime_path = %s
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+          Root = %s
+          SystemdCgroup = false
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dirs = [%s]
+      conf_dir = %s
+  [plugins."io.containerd.grpc.v1.cri"]
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+`, q(filepath.Join(d.agent, "containerd")), q(filepath.Join(d.run, "state")), q(d.socket()), q(d.socket()+".ttrpc"),
+		q(filepath.Join(d.agent, "opt")), q(filepath.Join(d.run, "s")), q(platforms.DefaultString()), snapshotter, snapshotter, sandboxImage,
+		q(filepath.Join(d.bin, shimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
+}
+
+// writeCNIConfig waits until the node has its pod CIDR (the
+// controller-manager allocates it once the kubelet registered the node),
+// writes the bridge network for it, and waits for the stop.
+func (o *serverOptions) writeCNIConfig(ctx context.Context, d nodeDirs) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.layout().NodeLayout(o.nodeName).Kubeconfig())
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var cidr string
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cidr = n.Spec.PodCIDR
+		return cidr != "", nil
+	})
+	if err != nil {
+		return nil // stopped before the node had a pod CIDR
+	}
+	if err := writeFileAtomic(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
+		return err
+	}
+	logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
+	<-ctx.Done()
+	return nil
+}
+
+// cniConflist is the node's pod network: a bridge with the node's pod
+// CIDR (host-local addresses), port mappings, loopback.
+func cniConflist(cidr string, d nodeDirs) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "k3s-like",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+`, filepath.Join(d.run, "ipam"), cidr)
+}
+
+// containerdLog sends containerd's output to the server's log.
+type containerdLog struct{}
+
+func (containerdLog) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			logger().WithName("containerd").V(1).Info(line)
+		}
+	}
+	return len(p), nil
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// unmountUnder detaches every mount below the given directories, deepest
+// first, and returns how many it unmounted: the kubelet's volumes (it
+// unmounts them only when their pods are deleted) and containerd's sandbox
+// mounts, once the node stopped, so that none outlives the server.
+func unmountUnder(dirs ...string) (int, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return 0, err
+	}
+	var targets []string
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPoint(fields[4])
+		for _, d := range dirs {
+			if abs, err := filepath.Abs(d); err == nil && (mp == abs || strings.HasPrefix(mp, abs+"/")) {
+				targets = append(targets, mp)
+				break
+			}
+		}
+	}
+	sort.Slice(targets, func(i, j int) bool { return len(targets[i]) > len(targets[j]) })
+	n := 0
+	var errs []error
+	for _, t := range targets {
+		if err := unix.Unmount(t, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", t, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPoint(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kubeharness/kubeharness/images"
+)
+
+// pausePackage is the pause program's import path.
+const pausePackage = "github.com/kubeharness/kubeharness/images/pause"
+
+// installHint ends every error about the busybox binary.
+const installHint = "install Debian's busybox-static (apt-get install busybox-static)"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mkimages:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// run is mkimages with its arguments and output streams.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := flag.NewFlagSet("mkimages", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	out := flags.String("out", "", "directory to write pause.tar and busybox.tar into (required; made if missing)")
+	busybox := flags.String("busybox", "/bin/busybox", "the static busybox binary (Debian's busybox-static)")
+	version := flags.String("busybox-version", "", "busybox's version, for the image's tag (default: dpkg-query's version of busybox-static)")
+	goCmd := flags.String("go", "go", "the go command that builds the pause program")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("-out DIR is required")
+	}
+	if flags.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flags.Args())
+	}
+
+	// busybox first: its checks are quick and fail before the build.
+	bbSpec, err := busyboxSpec(ctx, *busybox)
+	if err != nil {
+		return err
+	}
+	if *version == "" {
+		if *version, err = debianVersion(ctx, "busybox-static"); err != nil {
+			return err
+		}
+	}
+	bbName, err := images.BusyboxName(*version)
+	if err != nil {
+		return err
+	}
+	pause, err := buildPause(ctx, *goCmd)
+	if err != nil {
+		return err
+	}
+
+	for _, w := range []struct {
+		file, name string
+		spec       images.Spec
+	}{
+		{"pause.tar", images.PauseName, images.PauseSpec(pause)},
+		{"busybox.tar", bbName, bbSpec},
+	} {
+		if err := write(stdout, filepath.Join(*out, w.file), w.name, w.spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// busyboxSpec reads the busybox binary at path, checks it is static and
+// asks it for its applets.
+func busyboxSpec(ctx context.Context, path string) (images.Spec, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return images.Spec{}, fmt.Errorf("busybox %s: missing; %s", path, installHint)
+	}
+	if err := images.CheckStatic(path); err != nil {
+		return images.Spec{}, fmt.Errorf("busybox: %w; %s", err, installHint)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return images.Spec{}, fmt.Errorf("busybox: %w", err)
+	}
+	list, err := exec.CommandContext(ctx, path, "--list").Output()
+	if err != nil {
+		return images.Spec{}, fmt.Errorf("busybox: %s --list: %w", path, err)
+	}
+	var applets []string
+	sc := bufio.NewScanner(bytes.NewReader(list))
+	for sc.Scan() {
+		if a := strings.TrimSpace(sc.Text()); a != "" {
+			applets = append(applets, a)
+		}
+	}
+	if len(applets) == 0 {
+		return images.Spec{}, fmt.Errorf("busybox: %s --list printed no applets", path)
+	}
+	return images.BusyboxSpec(data, applets)
+}
+
+// debianVersion is the installed version of Debian package pkg.
+func debianVersion(ctx context.Context, pkg string) (string, error) {
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return "", fmt.Errorf("version of Debian package %s (or give -busybox-version): dpkg-query: %w", pkg, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" {
+		return "", fmt.Errorf("version of Debian package %s: not installed (or give -busybox-version)", pkg)
+	}
+	return v, nil
+}
+
+// buildPause builds the pause program static, stripped and reproducible
+// (-trimpath, no VCS stamp) and returns the binary.
+func buildPause(ctx context.Context, goCmd string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "mkimages-")
+	if err != nil {
+		return nil, fmt.Errorf("building the pause program: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "pause")
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, pausePackage)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the pause program (%s; run mkimages from the images module): %w\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	if err := images.CheckStatic(bin); err != nil {
+		return nil, fmt.Errorf("the pause program: %w", err)
+	}
+	return os.ReadFile(bin)
+}
+
+// write builds spec, writes it to path tagged name and prints what it wrote.
+func write(stdout io.Writer, path, name string, spec images.Spec) error {
+	img, err := images.Build(spec)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	if err := images.Write(path, name, img); err != nil {
+		return err
+	}
+	id, digest, err := ids(img)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %s id %s manifest %s, %d bytes\n", path, name, id, digest, info.Size())
+	return err
+}
+
+// ids is img's config digest (the image ID) and manifest digest.
+func ids(img v1.Image) (id, digest v1.Hash, err error) {
+	if id, err = img.ConfigName(); err != nil {
+		return id, digest, err
+	}
+	digest, err = img.Digest()
+	return id, digest, err
+}

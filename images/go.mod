@@ -1,0 +1,15 @@
+module github.com/kubeharness/kubeharness/images
+
+go 1.26.0
+
+require (
+	github.com/google/go-containerregistry v0.22.1
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sys v0.47.0
+)
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+)
