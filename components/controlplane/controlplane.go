@@ -232,6 +232,9 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "tls-private-key-file", Value: layout.APIServerServing().KeyFile},
 			{Key: "client-ca-file", Value: layout.ClientCA().CertFile},
 			{Key: "anonymous-auth", Value: "false"},
+			// Bootstrap tokens (kube-system/bootstrap-token-*) authenticate
+			// joining kubelets until their client certificate is signed.
+			{Key: "enable-bootstrap-token-auth", Value: "true"},
 			{Key: "authorization-mode", Value: "Node,RBAC"},
 			{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
 			{Key: "service-account-issuer", Value: s.ServiceAccountIssuer()},

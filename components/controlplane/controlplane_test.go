@@ -34,6 +34,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--tls-private-key-file=/p/serving-kube-apiserver.key",
 			"--client-ca-file=/p/client-ca.crt",
 			"--anonymous-auth=false",
+			"--enable-bootstrap-token-auth=true",
 			"--authorization-mode=Node,RBAC",
 			"--service-cluster-ip-range=10.0.0.0/24",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",

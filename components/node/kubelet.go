@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -202,7 +204,21 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	} else {
 		k.markReady() // nothing to ask: ready once it runs
 	}
-	return kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate)
+	return stoppedWhileStarting(ctx, kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate))
+}
+
+// stoppedWhileStarting is nil for the error upstream's Run returns when
+// its context ends while it starts (a cancelled CRI call, or the context's
+// own error): that is the stop asked for, not a failure. Other errors,
+// and every error while ctx runs, are returned as they are.
+func stoppedWhileStarting(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.Canceled {
+		return nil
+	}
+	return err
 }
 
 // Ready blocks until the kubelet's /healthz (--healthz-bind-address,

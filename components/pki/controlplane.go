@@ -133,7 +133,7 @@ func Ensure(cfg Config) (*Files, error) {
 		files CertKey
 		leaf  Leaf
 	}{
-		{&f.APIServerServing, f.ServerCA, l.APIServerServing(), Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true}},
+		{&f.APIServerServing, f.ServerCA, l.APIServerServing(), Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true, Chain: true}},
 		{&f.APIServerKubeletClient, f.ClientCA, l.APIServerKubeletClient(), Leaf{CommonName: "system:kube-apiserver", Organization: []string{"system:masters"}, Client: true}},
 		{&f.FrontProxyClient, f.RequestHeaderCA, l.FrontProxyClient(), Leaf{CommonName: FrontProxyClientName, Client: true}},
 		{&f.Admin, f.ClientCA, l.Admin(), Leaf{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}},

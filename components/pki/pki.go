@@ -117,6 +117,9 @@ type Leaf struct {
 	Server, Client bool
 	// Validity defaults to DefaultValidity.
 	Validity time.Duration
+	// Chain writes the CA's certificate after the leaf's, so that a TLS
+	// server sends it in the handshake (a joining node pins it by hash).
+	Chain bool
 }
 
 // Pair is an issued certificate and its key, PEM-encoded, and the files
@@ -174,7 +177,11 @@ func (ca *CA) Issue(certFile, keyFile string, leaf Leaf) (*Pair, error) {
 	if err := writeKey(keyFile, key); err != nil {
 		return nil, err
 	}
-	if err := writeCerts(certFile, crt); err != nil {
+	chain := []*x509.Certificate{crt}
+	if leaf.Chain {
+		chain = append(chain, ca.Cert)
+	}
+	if err := writeCerts(certFile, chain...); err != nil {
 		return nil, err
 	}
 	return readPair(certFile, keyFile)
@@ -207,6 +214,8 @@ func (ca *CA) reusable(certFile, keyFile string, leaf Leaf) (*Pair, bool) {
 	case !sameStrings(crt.DNSNames, leaf.DNSNames) || !sameIPs(crt.IPAddresses, leaf.IPs):
 		return nil, false
 	case !slices.Equal(crt.ExtKeyUsage, usages(leaf)):
+		return nil, false
+	case leaf.Chain != (len(certs) == 2 && certs[1].Equal(ca.Cert)):
 		return nil, false
 	}
 	return p, true

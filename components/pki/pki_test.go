@@ -126,3 +126,35 @@ func TestHalfACAIsAnError(t *testing.T) {
 	_, err = pki.Ensure(pki.Config{Dir: dir, APIServerURL: "https://127.0.0.1:6443"})
 	assert.ErrorContains(t, err, "refusing to generate a new CA")
 }
+
+// The apiserver's serving certificate file carries its CA after it, so a
+// TLS client receives the CA in the handshake; a file written without it
+// (an older version) is issued again, and other leaves stay leaf-only.
+func TestServingCertificateCarriesItsCA(t *testing.T) {
+	dir := t.TempDir()
+	f, err := pki.Ensure(pki.Config{Dir: dir, APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	certs, err := certutil.ParseCertsPEM(read(t, f.APIServerServing.CertFile))
+	require.NoError(t, err)
+	require.Len(t, certs, 2)
+	assert.True(t, certs[1].Equal(f.ServerCA.Cert))
+	admin, err := certutil.ParseCertsPEM(read(t, f.Admin.CertFile))
+	require.NoError(t, err)
+	assert.Len(t, admin, 1)
+
+	// Reused as it is.
+	again, err := pki.Ensure(pki.Config{Dir: dir, APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	assert.Equal(t, f.APIServerServing.CertPEM, read(t, again.APIServerServing.CertFile))
+
+	// A leaf-only file, as an older version wrote it: issued again, chained.
+	leafOnly, err := certutil.EncodeCertificates(certs[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f.APIServerServing.CertFile, leafOnly, 0o644))
+	third, err := pki.Ensure(pki.Config{Dir: dir, APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	certs, err = certutil.ParseCertsPEM(read(t, third.APIServerServing.CertFile))
+	require.NoError(t, err)
+	require.Len(t, certs, 2)
+	assert.True(t, certs[1].Equal(f.ServerCA.Cert))
+}

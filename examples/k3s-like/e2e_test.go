@@ -84,10 +84,13 @@ type server struct {
 	statusTLS bool
 	dataDir   string
 	ports     map[string]int
-	cmd       *exec.Cmd
-	stderr    *syncBuffer
-	exited    chan struct{}
-	exitErr   error
+	// node: run with the node (argsWithNode, node-a tainted with
+	// nodeTaint), in a test that runs in a network namespace of its own.
+	node    bool
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	exited  chan struct{}
+	exitErr error
 }
 
 // syncBuffer is the server's output, written by its copying goroutine.
@@ -136,7 +139,11 @@ func (s *server) argsWithNode(extra ...string) []string {
 // start runs the binary; the process is killed at the end of the test if
 // it is still running.
 func (s *server) start(extra ...string) {
-	s.cmd = exec.Command(s.binary(), s.args(extra...)...)
+	args := s.args(extra...)
+	if s.node {
+		args = s.argsWithNode(append([]string{"--node-name=node-a", "--node-taint=" + nodeTaint}, extra...)...)
+	}
+	s.cmd = exec.Command(s.binary(), args...)
 	s.cmd.Env = append(os.Environ(), s.env...)
 	s.stderr = &syncBuffer{}
 	s.cmd.Stdout = io.Discard

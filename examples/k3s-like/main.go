@@ -34,7 +34,7 @@ func main() {
 			return versionRequested(cmd)
 		},
 	}
-	root.AddCommand(newServerCommand(), newFeaturesCommand(), newUpgradePlanCommand(), newKubectlCommand(), newTopCommand())
+	root.AddCommand(newServerCommand(), newAgentCommand(), newFeaturesCommand(), newUpgradePlanCommand(), newKubectlCommand(), newTopCommand())
 	logs.InitLogs() // Go's log package writes through klog: one log stream
 	err := root.Execute()
 	logs.FlushLogs()

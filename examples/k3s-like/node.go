@@ -41,8 +41,11 @@ type nodeOptions struct {
 	runtimeEndpoint string
 }
 
-func addNodeFlags(f *pflag.FlagSet, o *nodeOptions) {
-	f.BoolVar(&o.disableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
+// addNodeFlags adds the node's flags; a server's has --disable-agent too.
+func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, server bool) {
+	if server {
+		f.BoolVar(&o.disableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
+	}
 	f.StringVar(&o.nodeIP, "node-ip", "", "The node's IP address (default the default route's address)")
 	f.StringArrayVar(&o.labels, "node-label", nil, "Label to register the node with, key=value (repeatable)")
 	f.StringArrayVar(&o.taints, "node-taint", nil, "Taint to register the node with, key=value:Effect (repeatable)")
@@ -90,12 +93,42 @@ const snapshotter = "overlayfs"
 // from, built by `make images` (images/).
 const sandboxImage = "registry.k8s.io/pause:3.10.2"
 
-// nodeIP is --node-ip, or the default route's address (loopback without one).
-func (o *serverOptions) nodeIP() (net.IP, error) {
-	if o.node.nodeIP != "" {
-		ip := net.ParseIP(o.node.nodeIP)
+// nodeConfig is what a node needs, on a server or on an agent.
+type nodeConfig struct {
+	dataDir string
+	name    string
+	opts    nodeOptions
+	// layout holds the node's PKI: the client CA its kubelet trusts, and
+	// under NodeLayout(name) its certificates and kubeconfig.
+	layout        pki.Layout
+	clusterDNS    string
+	clusterDomain string
+	// after are the components the kubelet starts after (the apiserver,
+	// on a server).
+	after []string
+	// kubeletDefaults are more default kubelet flags (an agent's TLS
+	// bootstrap), which --kubelet-arg may override.
+	kubeletDefaults []kubeargs.Arg
+}
+
+// nodeConfig is the server's node.
+func (o *serverOptions) nodeConfig() nodeConfig {
+	return nodeConfig{
+		dataDir: o.dataDir, name: o.nodeName, opts: o.node, layout: o.layout(),
+		clusterDNS: o.clusterDNSAddress(), clusterDomain: o.clusterDomain,
+		after: []string{components.APIServerName},
+	}
+}
+
+// kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
+func (c nodeConfig) kubeconfig() string { return c.layout.NodeLayout(c.name).Kubeconfig() }
+
+// ip is --node-ip, or the default route's address (loopback without one).
+func (c nodeConfig) ip() (net.IP, error) {
+	if c.opts.nodeIP != "" {
+		ip := net.ParseIP(c.opts.nodeIP)
 		if ip == nil {
-			return nil, fmt.Errorf("--node-ip=%s: not an IP address", o.node.nodeIP)
+			return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.opts.nodeIP)
 		}
 		return ip, nil
 	}
@@ -107,15 +140,15 @@ func (o *serverOptions) nodeIP() (net.IP, error) {
 }
 
 // kubeletArgs are the kubelet's arguments: node.DefaultKubeletFlags for
-// this server's node, the logging and feature-gate shorthands, then
-// --kubelet-arg by k3s's rules.
-func (o *serverOptions) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
-	ip, err := o.nodeIP()
+// this node and kubeletDefaults, the logging and feature-gate shorthands,
+// then --kubelet-arg by k3s's rules.
+func (c nodeConfig) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
+	ip, err := c.ip()
 	if err != nil {
 		return nil, err
 	}
 	labels := map[string]string{}
-	for _, l := range o.node.labels {
+	for _, l := range c.opts.labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--node-label=%s: want key=value", l)
@@ -126,33 +159,33 @@ func (o *serverOptions) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading /sys/fs/cgroup: %w", err)
 	}
-	d := newNodeDirs(o.dataDir)
+	d := newNodeDirs(c.dataDir)
 	socket := d.socket()
-	if o.node.runtimeEndpoint != "" {
-		socket = strings.TrimPrefix(o.node.runtimeEndpoint, "unix://")
+	if c.opts.runtimeEndpoint != "" {
+		socket = strings.TrimPrefix(c.opts.runtimeEndpoint, "unix://")
 	}
-	defaults := node.DefaultKubeletFlags(o.layout(), node.Settings{
-		Name: o.nodeName, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
-		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain,
-		Labels: labels, Taints: o.node.taints,
+	defaults := node.DefaultKubeletFlags(c.layout, node.Settings{
+		Name: c.name, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
+		ClusterDNS: c.clusterDNS, ClusterDomain: c.clusterDomain,
+		Labels: labels, Taints: c.opts.taints,
 		// These hosts keep cgroup v1 (the unified hierarchy has no
 		// controllers): the kubelet is told so explicitly.
 		AllowCgroupV1: v1,
 	})
-	user, err := kubeargs.Parse("kubelet-arg", o.node.kubeletArgs)
+	user, err := kubeargs.Parse("kubelet-arg", c.opts.kubeletArgs)
 	if err != nil {
 		return nil, err
 	}
-	return kubeargs.Merge(defaults, short, user), nil
+	return kubeargs.Merge(append(defaults, c.kubeletDefaults...), short, user), nil
 }
 
 // addNode adds the node's components: containerd (unless
-// --container-runtime-endpoint), the kubelet after it and the apiserver,
-// and the writer of the node's CNI configuration after the kubelet.
-func (o *serverOptions) addNode(h *harness.Harness, kubeletArgs []string) error {
-	d := newNodeDirs(o.dataDir)
-	deps := []string{components.APIServerName}
-	if o.node.runtimeEndpoint == "" {
+// --container-runtime-endpoint), the kubelet after it and c.after, and
+// the writer of the node's CNI configuration after the kubelet.
+func (c nodeConfig) addNode(h *harness.Harness, kubeletArgs []string) error {
+	d := newNodeDirs(c.dataDir)
+	deps := append([]string(nil), c.after...)
+	if c.opts.runtimeEndpoint == "" {
 		self, err := os.Executable()
 		if err != nil {
 			return err
@@ -173,18 +206,16 @@ func (o *serverOptions) addNode(h *harness.Harness, kubeletArgs []string) error 
 	if err := h.Add(node.NewKubelet(), kubeletArgs, deps...); err != nil {
 		return err
 	}
-	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: func(ctx context.Context) error {
-		return o.writeCNIConfig(ctx, d)
-	}}, nil, node.KubeletName)
+	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, node.KubeletName)
 }
 
 // cniConfigName is the component that writes the node's CNI configuration.
 const cniConfigName = "cni-config"
 
-// prepareNode writes, after the barrier, what the node's components need
-// on disk: its PKI (from the cluster's CAs), containerd's configuration and
-// the binary under its shim's and CNI plugins' names.
+// prepareNode writes, after the barrier, what the server's node needs on
+// disk: its PKI (from the cluster's CAs), then prepareRuntime's.
 func (o *serverOptions) prepareNode() error {
+	c := o.nodeConfig()
 	l := o.layout()
 	serverCA, err := pki.LoadOrCreateCA(l.ServerCA().CertFile, l.ServerCA().KeyFile, "")
 	if err != nil {
@@ -194,7 +225,7 @@ func (o *serverOptions) prepareNode() error {
 	if err != nil {
 		return err
 	}
-	ip, err := o.nodeIP()
+	ip, err := c.ip()
 	if err != nil {
 		return err
 	}
@@ -202,10 +233,17 @@ func (o *serverOptions) prepareNode() error {
 	if _, err := files.EnsureNode(pki.Node{Name: o.nodeName, IPs: []net.IP{ip}}, o.settings().APIServerURL()); err != nil {
 		return err
 	}
-	if o.node.runtimeEndpoint != "" {
+	return c.prepareRuntime()
+}
+
+// prepareRuntime writes containerd's configuration and the binary under
+// its shim's and the CNI plugins' names (nothing with
+// --container-runtime-endpoint).
+func (c nodeConfig) prepareRuntime() error {
+	if c.opts.runtimeEndpoint != "" {
 		return nil
 	}
-	d := newNodeDirs(o.dataDir)
+	d := newNodeDirs(c.dataDir)
 	for _, dir := range []string{d.bin, d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -279,27 +317,33 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 // writeCNIConfig waits until the node has its pod CIDR (the
 // controller-manager allocates it once the kubelet registered the node),
 // writes the bridge network for it, and waits for the stop.
-func (o *serverOptions) writeCNIConfig(ctx context.Context, d nodeDirs) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.layout().NodeLayout(o.nodeName).Kubeconfig())
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 	var cidr string
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, o.nodeName, metav1.GetOptions{})
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		// The kubelet's kubeconfig: an agent's appears once its TLS
+		// bootstrap is done.
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig())
+		if err != nil {
+			return false, nil
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false, err
+		}
+		n, err := client.CoreV1().Nodes().Get(ctx, c.name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		cidr = n.Spec.PodCIDR
 		return cidr != "", nil
 	})
-	if err != nil {
+	if ctx.Err() != nil {
 		return nil // stopped before the node had a pod CIDR
 	}
+	if err != nil {
+		return err
+	}
+	d := newNodeDirs(c.dataDir)
 	if err := writeFileAtomic(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
 		return err
 	}

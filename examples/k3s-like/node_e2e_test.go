@@ -2,10 +2,13 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +18,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
@@ -29,6 +36,49 @@ import (
 
 const nodeIP = "192.0.2.10"
 
+// netnsScript sets up a network namespace for one node: loopback, a veth
+// pair whose peer stays in the namespace, nodeIP on eth0 and the default
+// route through it; then it runs its arguments.
+const netnsScript = `set -e
+ip link set lo up
+ip link add eth0 type veth peer name eth0p
+ip addr add ` + nodeIP + `/24 dev eth0
+ip link set eth0 up
+ip link set eth0p up
+ip route add default via 192.0.2.1 dev eth0
+exec "$@"`
+
+// In a test that runs again in a network namespace (inNodeNetns):
+// netnsEnv marks the inner run, imagesEnv is the directory of the images
+// the outer run built.
+const (
+	netnsEnv  = "K3S_LIKE_E2E_IN_NETNS"
+	imagesEnv = "K3S_LIKE_E2E_IMAGES"
+)
+
+// inNodeNetns runs the calling test again, as this test binary, inside a
+// network namespace of netnsScript (the whole test, its clients too, so
+// that a server it starts runs its node there), and reports that run's
+// result as its own. It returns false in that inner run, which goes on.
+func inNodeNetns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(netnsEnv) != "" {
+		return false
+	}
+	requireNodeHost(t)
+	images := nodeImages(t)
+	timeout := 20 * time.Minute // the inner run ends before this one's deadline
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) - 30*time.Second
+	}
+	cmd := exec.Command("unshare", "--net", "--fork", "--kill-child", "sh", "-c", netnsScript, "sh",
+		os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout="+timeout.String())
+	cmd.Env = append(os.Environ(), netnsEnv+"=1", imagesEnv+"="+images)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	require.NoError(t, cmd.Run(), "%s in its network namespace", t.Name())
+	return true
+}
+
 // busyboxImage is the busybox image of images/ (its tag is the Debian
 // package's version): read from the archive's name list by nodeImages.
 var (
@@ -42,6 +92,10 @@ var (
 func nodeImages(t *testing.T) string {
 	t.Helper()
 	imagesOnce.Do(func() {
+		if dir := os.Getenv(imagesEnv); dir != "" {
+			imagesDir = dir // built by the process that made this one's network namespace
+			return
+		}
 		dir, err := os.MkdirTemp("", "k3s-like-images")
 		if err != nil {
 			imagesErr = err
@@ -57,6 +111,18 @@ func nodeImages(t *testing.T) string {
 	})
 	require.NoError(t, imagesErr)
 	return imagesDir
+}
+
+// putNodeImages puts the node's images where a node on dataDir imports them.
+func putNodeImages(t *testing.T, dataDir string) {
+	t.Helper()
+	imgs := filepath.Join(dataDir, "agent", "images")
+	require.NoError(t, os.MkdirAll(imgs, 0o700))
+	for _, f := range []string{"pause.tar", "busybox.tar"} {
+		b, err := os.ReadFile(filepath.Join(nodeImages(t), f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(imgs, f), b, 0o600))
+	}
 }
 
 // busyboxImage is the name of the busybox image in dir.
@@ -96,25 +162,39 @@ type nodeServer struct {
 }
 
 // startNodeServer runs the server on dataDir (its images put in place)
-// inside a new network namespace.
+// inside a new network namespace of netnsScript.
 func startNodeServer(t *testing.T, dataDir string, extra ...string) *nodeServer {
 	t.Helper()
-	imgs := filepath.Join(dataDir, "agent", "images")
-	require.NoError(t, os.MkdirAll(imgs, 0o700))
-	for _, f := range []string{"pause.tar", "busybox.tar"} {
-		b, err := os.ReadFile(filepath.Join(nodeImages(t), f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(imgs, f), b, 0o600))
-	}
+	return startInNetns(t, dataDir, netnsScript, append([]string{"server", "--data-dir=" + dataDir, "--node-name=node-a"}, extra...))
+}
+
+// agentIP is the agent's node IP in the agent test.
+const agentIP = "192.0.2.11"
+
+// startNodeAgent runs `k3s-like agent` on dataDir in a network namespace
+// of its own, linked to the server's alone by a veth pair: the agent's
+// eth0 (agentIP, default route to the server's address) and agent0 in the
+// server's namespace, with a host route back.
+func startNodeAgent(t *testing.T, server *nodeServer, dataDir string, extra ...string) *nodeServer {
+	t.Helper()
+	pid := strconv.Itoa(server.pid)
 	script := `set -e
 ip link set lo up
-ip link add eth0 type veth peer name eth0p
-ip addr add ` + nodeIP + `/24 dev eth0
+ip link add eth0 type veth peer name agent0 netns ` + pid + `
+ip addr add ` + agentIP + `/24 dev eth0
 ip link set eth0 up
-ip link set eth0p up
-ip route add default via 192.0.2.1 dev eth0
+ip route add default via ` + nodeIP + ` dev eth0
+nsenter -t ` + pid + ` -n sh -c 'ip link set agent0 up && ip route add ` + agentIP + `/32 dev agent0'
 exec "$@"`
-	args := append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary, "server", "--data-dir=" + dataDir, "--node-name=node-a"}, extra...)
+	return startInNetns(t, dataDir, script, append([]string{"agent", "--data-dir=" + dataDir}, extra...))
+}
+
+// startInNetns runs the binary with args, its images put in place under
+// dataDir, inside a new network namespace that script sets up.
+func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServer {
+	t.Helper()
+	putNodeImages(t, dataDir)
+	args = append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary}, args...)
 	s := &nodeServer{t: t, dataDir: dataDir, log: &syncBuffer{}, exited: make(chan struct{}), started: time.Now()}
 	s.cmd = exec.Command("unshare", args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
@@ -135,8 +215,8 @@ exec "$@"`
 			}
 		}
 		if t.Failed() {
-			t.Logf("k3s-like harness lines:\n%s", lifecycleLines(s.log.String()))
-			t.Logf("k3s-like log (last 80 lines):\n%s", testenv.Tail(s.log.String(), 80))
+			t.Logf("k3s-like %s harness lines:\n%s", args[7], lifecycleLines(s.log.String()))
+			t.Logf("k3s-like %s log (last 80 lines):\n%s", args[7], testenv.Tail(s.log.String(), 80))
 		}
 	})
 	require.Eventually(t, func() bool {
@@ -179,20 +259,28 @@ func (s *nodeServer) run(args ...string) (string, error) {
 // took from the start.
 func (s *nodeServer) waitNodeReady(timeout time.Duration) time.Duration {
 	s.t.Helper()
+	return s.waitNamedNodeReady("node-a", s, timeout)
+}
+
+// waitNamedNodeReady waits until the node name is Ready, as the server
+// sees it, while the process p runs, and returns how long that took from
+// p's start.
+func (s *nodeServer) waitNamedNodeReady(name string, p *nodeServer, timeout time.Duration) time.Duration {
+	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.exited:
-			s.t.Fatalf("k3s-like exited: %v", s.exitErr)
+		case <-p.exited:
+			s.t.Fatalf("k3s-like exited: %v", p.exitErr)
 		default:
 		}
-		out, err := s.kubectlErr("get", "node", "node-a", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		out, err := s.kubectlErr("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		if err == nil && out == "True" {
-			return time.Since(s.started)
+			return time.Since(p.started)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	s.t.Fatalf("node-a not Ready within %s", timeout)
+	s.t.Fatalf("%s not Ready within %s", name, timeout)
 	return 0
 }
 
@@ -224,6 +312,78 @@ func (s *nodeServer) apply(yaml string) {
 	f := filepath.Join(s.t.TempDir(), "obj.yaml")
 	require.NoError(s.t, os.WriteFile(f, []byte(yaml), 0o600))
 	s.kubectl("apply", "-f", f)
+}
+
+// nodeTaint keeps the workloads of tests that make fake nodes off the
+// real node; runOnNode's Pods tolerate it.
+const nodeTaint = "kubeharness.io/e2e=node:NoSchedule"
+
+// runOnNode runs two busybox Pods on node-a (a Deployment in namespace
+// on-node) and waits until both run and are ready: their UIDs.
+func runOnNode(ctx context.Context, t *testing.T, c kubernetes.Interface) map[string]string {
+	t.Helper()
+	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "on-node"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	replicas := int32(2)
+	labels := map[string]string{"app": "run"}
+	grace := int64(1)
+	_, err = c.AppsV1().Deployments("on-node").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "run"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  map[string]string{"kubernetes.io/hostname": "node-a"},
+					Tolerations:                   []corev1.Toleration{{Key: "kubeharness.io/e2e", Operator: corev1.TolerationOpExists}},
+					TerminationGracePeriodSeconds: &grace,
+					Containers: []corev1.Container{{
+						Name: "c", Image: busyboxImage(t), ImagePullPolicy: corev1.PullNever,
+						Command: []string{"sleep", "3599"},
+					}},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var running map[string]string
+	require.Eventually(t, func() bool {
+		running = runningPods(ctx, c)
+		return len(running) == 2
+	}, 90*time.Second, time.Second, "two Pods running on node-a")
+	return running
+}
+
+// runningPods are the Pods of namespace on-node that run with their
+// container ready: UID to the container's ID.
+func runningPods(ctx context.Context, c kubernetes.Interface) map[string]string {
+	list, err := c.CoreV1().Pods("on-node").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
+			out[string(p.UID)] = p.Status.ContainerStatuses[0].ContainerID
+		}
+	}
+	return out
+}
+
+// assertRunningAgain: after a restart of the server, the same Pods (UIDs)
+// and no other run again, each in a new container (the stop removed the
+// old ones: a status the datastore kept from before is not taken for the
+// new run's). It returns the new containers.
+func assertRunningAgain(ctx context.Context, t *testing.T, c kubernetes.Interface, before map[string]string) map[string]string {
+	t.Helper()
+	var got map[string]string
+	assert.Eventually(t, func() bool {
+		got = runningPods(ctx, c)
+		return maps.EqualFunc(got, before, func(now, was string) bool { return now != was })
+	}, 2*time.Minute, time.Second, "the same Pods run again on node-a, in new containers")
+	t.Logf("node-a: Pods %v run again, containers %v (were %v)", slices.Sorted(maps.Keys(got)), got, before)
+	return got
 }
 
 // TestNodeRunsPods: the server's node is Ready in its own network
@@ -312,6 +472,14 @@ spec:
 		assert.Equal(t, "kubelet=true", f[len(f)-1], "SET-BY: %s", line)
 	})
 
+	// The containers of this run: the next start makes new ones (the stop
+	// removes the sandboxes), so a new ID is the new run's, not a status
+	// left in the datastore.
+	containerIDs := map[string]string{}
+	for _, name := range []string{"echo", "web"} {
+		containerIDs[name] = s.kubectl("get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+		require.NotEmpty(t, containerIDs[name])
+	}
 	config, err := os.ReadFile(filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml"))
 	require.NoError(t, err)
 	socket := tomlString(t, config, "address")
@@ -341,7 +509,12 @@ spec:
 	s2 := startNodeServer(t, dataDir, gate)
 	s2.waitNodeReady(90 * time.Second)
 	for _, name := range []string{"echo", "web"} {
-		s2.waitFor("true", 90*time.Second, "get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].ready}")
+		var last string
+		require.Eventually(t, func() bool {
+			last, _ = s2.kubectlErr("get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].ready}")
+			id, ready, _ := strings.Cut(last, " ")
+			return id != "" && id != containerIDs[name] && ready == "true"
+		}, 90*time.Second, 250*time.Millisecond, "Pod %s runs again in a new container (was %s): %s", name, containerIDs[name], last)
 	}
 	require.NoError(t, s2.stop())
 }
@@ -376,4 +549,118 @@ func tomlString(t *testing.T, text []byte, key string) string {
 	}
 	t.Fatalf("no %s in\n%s", key, text)
 	return ""
+}
+
+// TestAgentJoins: `k3s-like agent`, in a network namespace of its own
+// linked only to the server's, joins with the server's DATA_DIR/token: the
+// CA is pinned by the token, its kubelet gets its client certificate by
+// TLS bootstrap (a CSR approved for system:node:node-b), the node is Ready,
+// a Pod scheduled to it runs and its log and exec are served through the
+// apiserver; SIGTERM stops it cleanly. A token pinning another CA is
+// refused at once, before anything is written.
+func TestAgentJoins(t *testing.T) {
+	requireNodeHost(t)
+	busybox := busyboxImage(t)
+	serverDir := t.TempDir()
+	s := startNodeServer(t, serverDir, "--bind-address=0.0.0.0")
+	s.waitNodeReady(90 * time.Second)
+
+	agentDir := t.TempDir()
+	// A second kubelet on this host needs its own pod logs directory (each
+	// removes the directories of pods it does not know) and cgroup root.
+	config := filepath.Join(agentDir, "kubelet.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: "+
+		filepath.Join(agentDir, "pod-logs")+"\n"), 0o600))
+	a := startNodeAgent(t, s, agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
+		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config)
+	ready := s.waitNamedNodeReady("node-b", a, 90*time.Second)
+	t.Logf("NODE agent node-b Ready %.1fs after the agent's start", ready.Seconds())
+
+	csrs := s.kubectl("get", "csr", "-o", `jsonpath={range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type}{"\n"}{end}`)
+	assert.Regexp(t, `(?m)^system:bootstrap:[a-z0-9]{6} kubernetes.io/kube-apiserver-client-kubelet Approved$`, csrs)
+	crt, err := os.ReadFile(filepath.Join(agentDir, "agent", "kubelet", "pki", "kubelet-client-current.pem"))
+	require.NoError(t, err, "the kubelet's bootstrapped client certificate")
+	assert.Contains(t, string(crt), "BEGIN CERTIFICATE")
+	st, err := os.Stat(filepath.Join(agentDir, "agent", "pki", "bootstrap-kubelet.kubeconfig"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the bootstrap kubeconfig holds a token")
+
+	s.apply(fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: on-b}
+spec:
+  nodeSelector: {kubernetes.io/hostname: node-b}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo hello from node-b; exec sleep 3599"]
+`, busybox))
+	s.waitFor("Running", 60*time.Second, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
+	assert.Equal(t, "node-b", s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.spec.nodeName}"))
+	ip := s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.status.podIP}")
+	assert.True(t, strings.HasPrefix(ip, "10.42.") && !strings.HasPrefix(ip, "10.42.0."), "a pod IP of node-b's own pod CIDR: %q", ip)
+	assert.Equal(t, "hello from node-b\n", s.kubectl("logs", "on-b"))
+	assert.Equal(t, "on-b\n", s.kubectl("exec", "on-b", "--", "hostname"))
+	require.NoError(t, a.stop(), "SIGTERM: a clean stop")
+	assert.Contains(t, a.log.String(), "Unmounted the node's mounts")
+
+	// A full token whose hash is not this cluster's CA.
+	good, err := os.ReadFile(filepath.Join(serverDir, "token"))
+	require.NoError(t, err)
+	_, secret, ok := strings.Cut(strings.TrimSpace(string(good)), "::server:")
+	require.True(t, ok)
+	bad := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(bad, []byte("K10"+strings.Repeat("0", 64)+"::server:"+secret), 0o600))
+	otherDir := t.TempDir()
+	out, err := s.run("agent", "--server=https://"+nodeIP+":6443", "--token-file="+bad, "--data-dir="+otherDir, "--node-name=node-c")
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Contains(t, out, "sent no certificate with the sha256 the token pins ("+strings.Repeat("0", 64)+")")
+	assert.NotContains(t, out, secret, "the token's secret is never printed")
+	_, err = os.Stat(filepath.Join(otherDir, "agent", "pki"))
+	assert.True(t, os.IsNotExist(err), "nothing written for a cluster the token does not pin")
+	require.NoError(t, s.stop())
+}
+
+// agentCgroupRoot makes a cgroup for a second kubelet on this host in
+// every hierarchy (the agent's --cgroup-root: two kubelets sharing one
+// would each remove the other's pods' cgroups), removed after the test.
+func agentCgroupRoot(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("k3s-like-e2e-agent-%d", os.Getpid())
+	hierarchies, err := filepath.Glob("/sys/fs/cgroup/*")
+	require.NoError(t, err)
+	var made []string
+	for _, h := range hierarchies {
+		if st, err := os.Stat(h); err != nil || !st.IsDir() {
+			continue
+		}
+		dir := filepath.Join(h, name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		made = append(made, dir)
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil && filepath.Base(h) == "cpuset" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for _, dir := range made {
+			var dirs []string
+			_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			for i := len(dirs) - 1; i >= 0; i-- {
+				if err := syscall.Rmdir(dirs[i]); err != nil {
+					t.Logf("removing cgroup %s: %v", dirs[i], err)
+				}
+			}
+		}
+	})
+	return "/" + name
 }

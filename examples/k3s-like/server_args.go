@@ -102,7 +102,7 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 		out[name] = kubeargs.Merge(d, short, extra)
 	}
 	if !o.node.disableAgent {
-		if out[node.KubeletName], err = o.kubeletArgs(kubeletShort); err != nil {
+		if out[node.KubeletName], err = o.nodeConfig().kubeletArgs(kubeletShort); err != nil {
 			return nil, err
 		}
 	}

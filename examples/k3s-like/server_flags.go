@@ -121,7 +121,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	// the Feature objects and in its field manager, k3s-like/NODE_NAME.
 	hostname, _ := os.Hostname()
 	f.StringVar(&o.nodeName, "node-name", hostname, "The node's name, and this server's identity: its entry in the Feature objects' status.servers (default the hostname)")
-	addNodeFlags(f, &o.node)
+	addNodeFlags(f, &o.node, true)
 	return cmd, o
 }
 

@@ -69,8 +69,11 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	}).Add(h, args); err != nil {
 		return nil, err
 	}
+	if err := o.addNodeJoin(h); err != nil {
+		return nil, err
+	}
 	if !o.node.disableAgent {
-		if err := o.addNode(h, args[node.KubeletName]); err != nil {
+		if err := o.nodeConfig().addNode(h, args[node.KubeletName]); err != nil {
 			return nil, err
 		}
 	}

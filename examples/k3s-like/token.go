@@ -85,10 +85,17 @@ func newSecret() (string, error) {
 // the cluster's PKI, 0600, for the operator to give to the other servers.
 func tokenFile(dataDir string) string { return filepath.Join(dataDir, "token") }
 
-// resolveToken finds the token, first of: --token, --token-file,
+// resolveToken finds the server's token, first of: --token, --token-file,
 // $K3S_LIKE_TOKEN, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token. source names
 // where it came from (never the value); found is false when there is none.
 func (o *serverOptions) resolveToken(getenv func(string) string) (tok clusterToken, source string, found bool, err error) {
+	return resolveToken(o.token, o.tokenFile, o.dataDir, getenv)
+}
+
+// resolveToken finds a token, first of: token (--token), file
+// (--token-file), $K3S_LIKE_TOKEN, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token
+// (not for dataDir ""). source names where it came from (never the value).
+func resolveToken(token, file, dataDir string, getenv func(string) string) (tok clusterToken, source string, found bool, err error) {
 	fromFile := func(path, what string) (clusterToken, string, bool, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -108,17 +115,20 @@ func (o *serverOptions) resolveToken(getenv func(string) string) (tok clusterTok
 		return t, what, true, nil
 	}
 	switch {
-	case o.token != "":
-		return direct(o.token, "--token")
-	case o.tokenFile != "":
-		return fromFile(o.tokenFile, "--token-file")
+	case token != "":
+		return direct(token, "--token")
+	case file != "":
+		return fromFile(file, "--token-file")
 	case getenv("K3S_LIKE_TOKEN") != "":
 		return direct(getenv("K3S_LIKE_TOKEN"), "$K3S_LIKE_TOKEN")
 	case getenv("K3S_LIKE_TOKEN_FILE") != "":
 		return fromFile(getenv("K3S_LIKE_TOKEN_FILE"), "$K3S_LIKE_TOKEN_FILE")
 	}
-	if _, err := os.Stat(tokenFile(o.dataDir)); err == nil {
-		return fromFile(tokenFile(o.dataDir), "the token file")
+	if dataDir == "" {
+		return clusterToken{}, "", false, nil
+	}
+	if _, err := os.Stat(tokenFile(dataDir)); err == nil {
+		return fromFile(tokenFile(dataDir), "the token file")
 	}
 	return clusterToken{}, "", false, nil
 }
@@ -131,4 +141,18 @@ func writeTokenFile(dataDir, full string) (changed bool, err error) {
 		return false, os.Chmod(path, 0o600)
 	}
 	return true, writeFileAtomic(path, []byte(full+"\n"), 0o600)
+}
+
+// bootstrapToken is the kubelet TLS bootstrap token that agents join with,
+// derived from the cluster token's secret: ID.SECRET as upstream's
+// bootstrap tokens are ([a-z0-9]{6}.[a-z0-9]{16}). It authenticates as
+// system:bootstrap:ID in the groups system:bootstrappers and
+// bootstrapGroup, which may only read the agent settings and ask for a
+// node client certificate. It reveals nothing of the cluster token.
+func (t clusterToken) bootstrapToken() (id, secret string) {
+	part := func(label string, n int) string {
+		sum := sha256.Sum256([]byte("k3s-like bootstrap token " + label + "\x00" + t.secret))
+		return hex.EncodeToString(sum[:])[:n]
+	}
+	return part("id", 6), part("secret", 16)
 }

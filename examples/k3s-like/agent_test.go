@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/kubeharness/kubeharness/components/pki"
+)
+
+func TestBootstrapToken(t *testing.T) {
+	id, secret := clusterToken{secret: "s3cret"}.bootstrapToken()
+	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
+	assert.Regexp(t, `^[a-z0-9]{16}$`, secret)
+	id2, secret2 := clusterToken{secret: "s3cret", caHash: strings.Repeat("a", 64)}.bootstrapToken()
+	assert.Equal(t, [2]string{id, secret}, [2]string{id2, secret2}, "derived from the secret alone")
+	id3, secret3 := clusterToken{secret: "other"}.bootstrapToken()
+	assert.NotEqual(t, id, id3)
+	assert.NotEqual(t, secret, secret3)
+	assert.NotContains(t, id+secret, "s3cret")
+}
+
+// TestAgentCheck: the agent's flags, each error one line naming what to
+// fix and never the token.
+func TestAgentCheck(t *testing.T) {
+	dir := t.TempDir()
+	full := "K10" + strings.Repeat("a", 64) + "::server:s3cret"
+	fullFile := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(fullFile, []byte(full+"\n"), 0o600))
+	bareFile := filepath.Join(dir, "bare")
+	require.NoError(t, os.WriteFile(bareFile, []byte("s3cret\n"), 0o600))
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // "" for no error
+	}{
+		{"ok", []string{"--server=https://192.0.2.10:6443", "--token-file=" + fullFile}, nil, ""},
+		{"from the environment", nil, map[string]string{"K3S_LIKE_URL": "https://192.0.2.10:6443", "K3S_LIKE_TOKEN": full}, ""},
+		{"no server", []string{"--token-file=" + fullFile}, nil, "--server is required"},
+		{"http", []string{"--server=http://192.0.2.10:6443", "--token-file=" + fullFile}, nil, "--server=http://192.0.2.10:6443: want https://HOST:PORT"},
+		{"path", []string{"--server=https://192.0.2.10:6443/api", "--token-file=" + fullFile}, nil, "want https://HOST:PORT"},
+		{"no token", []string{"--server=https://192.0.2.10:6443"}, nil, "--token-file is required"},
+		{"bare secret", []string{"--server=https://192.0.2.10:6443", "--token-file=" + bareFile}, nil, "is a bare secret: an agent needs the full token"},
+		{"missing file", []string{"--server=https://192.0.2.10:6443", "--token-file=" + filepath.Join(dir, "none")}, nil, "--token-file " + filepath.Join(dir, "none")},
+		{"bad kubelet-arg", []string{"--server=https://192.0.2.10:6443", "--token-file=" + fullFile, "--kubelet-arg=="}, nil, "--kubelet-arg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, a := newAgentCommandWithOptions()
+			require.NoError(t, cmd.Flags().Parse(tc.args))
+			_, _, err := a.check(env(tc.env))
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// TestPinServerCA: the CA is taken from the server's TLS handshake only
+// when its hash is the token's and it signed the server's certificate for
+// the URL's host; a mismatch is a *caPinError (not retried), a server that
+// does not answer is another error (retried).
+func TestPinServerCA(t *testing.T) {
+	dir := t.TempDir()
+	f, err := pki.Ensure(pki.Config{Dir: dir, APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	caPEM, err := os.ReadFile(f.ServerCA.CertFile)
+	require.NoError(t, err)
+	serveOn := func(addr, certFile, keyFile string) *url.URL {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		require.NoError(t, err)
+		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err)
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		u, err := url.Parse(srv.URL)
+		require.NoError(t, err)
+		return u
+	}
+	serve := func(certFile, keyFile string) *url.URL { return serveOn("127.0.0.1:0", certFile, keyFile) }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	good := clusterToken{secret: "s", caHash: caHashOf(caPEM)}
+
+	u := serve(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
+	got, err := pinServerCA(ctx, u, good)
+	require.NoError(t, err)
+	assert.Equal(t, caPEM, got, "the CA file's exact bytes")
+
+	var pe *caPinError
+	_, err = pinServerCA(ctx, u, clusterToken{secret: "s", caHash: strings.Repeat("0", 64)})
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "sent no certificate with the sha256 the token pins ("+strings.Repeat("0", 64)+")")
+
+	// The right CA in the chain, but the URL names a host its certificate
+	// does not cover.
+	_, err = pinServerCA(ctx, serveOn("127.0.0.2:0", f.APIServerServing.CertFile, f.APIServerServing.KeyFile), good)
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "the pinned CA does not vouch for as 127.0.0.2")
+
+	// A leaf-only certificate (no CA in the handshake): refused.
+	leafOnly := filepath.Join(dir, "leaf-only.crt")
+	b, err := os.ReadFile(f.APIServerServing.CertFile)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(b), "-----END CERTIFICATE-----")
+	require.NoError(t, os.WriteFile(leafOnly, []byte(first+"-----END CERTIFICATE-----\n"), 0o600))
+	_, err = pinServerCA(ctx, serve(leafOnly, f.APIServerServing.KeyFile), good)
+	require.ErrorAs(t, err, &pe)
+
+	// Nothing listening: not a pin error.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, err = pinServerCA(ctx, &url.URL{Scheme: "https", Host: addr}, good)
+	require.Error(t, err)
+	assert.False(t, errors.As(err, &pe), "%v", err)
+}
+
+// TestJoin: against a TLS server carrying the pinned CA that serves the
+// agent settings to the bootstrap token alone, join writes the cluster CA,
+// the client CA, the bootstrap kubeconfig (0600) and a serving
+// certificate, and returns the settings; an unknown bearer is retried
+// until the context ends; malformed settings are an error naming them.
+func TestJoin(t *testing.T) {
+	dir := t.TempDir()
+	f, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "server"), APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	caPEM, err := os.ReadFile(f.ServerCA.CertFile)
+	require.NoError(t, err)
+	clientCA, err := os.ReadFile(f.ClientCA.CertFile)
+	require.NoError(t, err)
+	tok := clusterToken{secret: "s3cret", caHash: caHashOf(caPEM)}
+	id, secret := tok.bootstrapToken()
+	settingsCA := string(clientCA)
+	pair, err := tls.LoadX509KeyPair(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+id+"."+secret {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
+			return
+		}
+		if r.URL.Path != "/api/v1/namespaces/kube-system/configmaps/"+agentSettings {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(map[string]any{"kind": "ConfigMap", "apiVersion": "v1",
+			"metadata": map[string]any{"name": agentSettings, "namespace": "kube-system"},
+			"data":     map[string]string{settingClientCA: settingsCA, settingClusterDNS: "10.43.0.10", settingClusterDomain: "cluster.local"}})
+		_, _ = w.Write(b)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+
+	l := pki.Layout{Dir: filepath.Join(dir, "agent", "pki")}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	settings, err := join(ctx, u, tok, l, "node-b", net.ParseIP("192.0.2.11"))
+	require.NoError(t, err)
+	assert.Equal(t, "10.43.0.10", settings[settingClusterDNS])
+	assert.Equal(t, caPEM, read(t, l.ServerCA().CertFile), "the pinned CA, byte for byte")
+	assert.Equal(t, clientCA, read(t, l.ClientCA().CertFile))
+	kc, err := clientcmd.LoadFromFile(bootstrapKubeconfig(l))
+	require.NoError(t, err)
+	assert.Equal(t, id+"."+secret, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token)
+	assert.Equal(t, u.String(), kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server)
+	st, err := os.Stat(bootstrapKubeconfig(l))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	serving := l.NodeLayout("node-b").Serving()
+	certs, err := certutil.CertsFromFile(serving.CertFile)
+	require.NoError(t, err)
+	assert.Equal(t, "192.0.2.11", certs[0].IPAddresses[0].String())
+	st, err = os.Stat(serving.KeyFile)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	// A second join keeps the serving certificate.
+	before := read(t, serving.CertFile)
+	_, err = join(ctx, u, tok, l, "node-b", net.ParseIP("192.0.2.11"))
+	require.NoError(t, err)
+	assert.Equal(t, before, read(t, serving.CertFile))
+
+	// Another secret with the same CA: its bootstrap token is refused, and
+	// join retries until stopped, naming what it last saw.
+	short, cancelShort := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelShort()
+	_, err = join(short, u, clusterToken{secret: "other", caHash: tok.caHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c", net.ParseIP("192.0.2.12"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "stopped before the server answered")
+	assert.Contains(t, err.Error(), "does not accept the token's bootstrap token")
+	assert.NotContains(t, err.Error(), "other\"")
+
+	// Malformed settings: named.
+	settingsCA = "not a certificate"
+	_, err = join(ctx, u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d", net.ParseIP("192.0.2.13"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kube-system/"+agentSettings+"): "+settingClientCA)
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}

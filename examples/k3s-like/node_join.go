@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// What a server publishes for agents to join with.
+const (
+	nodeJoinName = "node-join"
+	// bootstrapGroup is the extra group of the bootstrap token.
+	bootstrapGroup = "system:bootstrappers:k3s-like:agent"
+	// agentSettings is the ConfigMap in kube-system an agent reads with
+	// the bootstrap token: the client CA its kubelet trusts, the cluster
+	// DNS address and domain.
+	agentSettings = "k3s-like-agent"
+	joinManager   = "k3s-like"
+)
+
+// The agent settings' keys.
+const (
+	settingClientCA      = "client-ca.crt"
+	settingClusterDNS    = "cluster-dns"
+	settingClusterDomain = "cluster-domain"
+)
+
+// addNodeJoin adds the server's node-join component: once the apiserver is
+// ready it publishes, with server-side apply, the bootstrap token derived
+// from the cluster token (kube-system/bootstrap-token-ID), the agent
+// settings and what lets a bootstrapping kubelet get a node client
+// certificate approved (upstream's ClusterRoles, bound to the token's group;
+// the kubelets' own renewals to system:nodes). It is ready once published.
+func (o *serverOptions) addNodeJoin(h *harness.Harness) error {
+	published := make(chan struct{})
+	return h.Add(&harness.Func{
+		ComponentName: nodeJoinName,
+		RunFunc: func(ctx context.Context) error {
+			var last string
+			err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+				if err := o.publishJoin(ctx); err != nil {
+					if err.Error() != last {
+						logger().Info("Publishing what agents join with; retrying", "err", err)
+						last = err.Error()
+					}
+					return false, nil
+				}
+				return true, nil
+			})
+			if err != nil {
+				return nil // stopped before it could publish
+			}
+			close(published)
+			<-ctx.Done()
+			return nil
+		},
+		ReadyFunc: func(ctx context.Context) error {
+			select {
+			case <-published:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}, nil, components.APIServerName)
+}
+
+// publishJoin applies the join objects once.
+func (o *serverOptions) publishJoin(ctx context.Context) error {
+	b, err := os.ReadFile(tokenFile(o.dataDir))
+	if err != nil {
+		return err
+	}
+	tok, err := parseToken(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", tokenFile(o.dataDir), err)
+	}
+	clientCA, err := os.ReadFile(o.layout().ClientCA().CertFile)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.adminKubeconfig())
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "k3s-like-node-join"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
+	const ns = metav1.NamespaceSystem
+	id, secret := tok.bootstrapToken()
+	if _, err := client.CoreV1().Secrets(ns).Apply(ctx, corev1ac.Secret("bootstrap-token-"+id, ns).
+		WithType(corev1.SecretTypeBootstrapToken).
+		WithData(map[string][]byte{
+			"description":                    []byte("k3s-like agents join with it (derived from the cluster token)"),
+			"token-id":                       []byte(id),
+			"token-secret":                   []byte(secret),
+			"usage-bootstrap-authentication": []byte("true"),
+			"auth-extra-groups":              []byte(bootstrapGroup),
+		}), opts); err != nil {
+		return err
+	}
+	if _, err := client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
+		settingClientCA:      string(clientCA),
+		settingClusterDNS:    o.clusterDNSAddress(),
+		settingClusterDomain: o.clusterDomain,
+	}), opts); err != nil {
+		return err
+	}
+	rbac := client.RbacV1()
+	if _, err := rbac.Roles(ns).Apply(ctx, rbacv1ac.Role(agentSettings, ns).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithResourceNames(agentSettings).WithVerbs("get")), opts); err != nil {
+		return err
+	}
+	group := rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io")
+	if _, err := rbac.RoleBindings(ns).Apply(ctx, rbacv1ac.RoleBinding(agentSettings, ns).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(agentSettings)).
+		WithSubjects(group.WithName(bootstrapGroup)), opts); err != nil {
+		return err
+	}
+	for name, binding := range map[string][2]string{
+		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrapGroup},
+		"k3s-like-node-client-autoapprove":   {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstrapGroup},
+		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+	} {
+		subject := rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(binding[1])
+		if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(name).
+			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(binding[0])).
+			WithSubjects(subject), opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
