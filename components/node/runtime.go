@@ -160,9 +160,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 // "-address socket" (the runtime's shims: containerd-shim-runc-v2 …
 // -address socket, whatever their argv[0]),
 // with all their descendants (the containers' processes), children first,
-// and returns how many it killed. Shims outlive containerd by design; a
-// sandbox the kubelet created after Stop's sweep would otherwise leave its
-// containers running after the node stopped.
+// waits (killWait at most) until each is gone or a zombie, and returns how
+// many it killed. Shims outlive containerd by design; a sandbox the
+// kubelet created after Stop's sweep, or one Stop's sweep could not remove
+// in time, would otherwise leave its containers running after the node
+// stopped.
 func killShims(socket string) int {
 	procs, err := readProcs()
 	if err != nil {
@@ -184,7 +186,27 @@ func killShims(socket string) int {
 	for _, pid := range kill {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	deadline := time.Now().Add(killWait)
+	for _, pid := range kill {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	return len(kill)
+}
+
+// killWait bounds how long killShims waits for what it killed to die.
+const killWait = 5 * time.Second
+
+// alive reports whether pid is a process that is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	fields := strings.Fields(string(rest))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // procTable is /proc read once: each process's command line and children.
