@@ -74,6 +74,12 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if err := bootstrap.Sync(sctx, client, tok.secret, o.layout().Dir, o.writePKI, check); err != nil {
 		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
 	}
+	return o.writeFullToken(log, tok, source)
+}
+
+// writeFullToken checks tok against the cluster CA (when it pins one) and
+// writes the full token to DATA_DIR/token (0600), saying so if it changed.
+func (o *serverOptions) writeFullToken(log logr.Logger, tok clusterToken, source string) error {
 	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
 	if err != nil {
 		return err
@@ -86,7 +92,7 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
 	}
 	if changed {
-		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers with --token-file", source, tokenFile(o.dataDir)))
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, tokenFile(o.dataDir)))
 	}
 	return nil
 }
@@ -101,27 +107,14 @@ func (o *serverOptions) writeEmbeddedToken(log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
-	if err != nil {
-		return err
-	}
 	if !found {
 		secret, err := newSecret()
 		if err != nil {
 			return err
 		}
 		tok, source = clusterToken{secret: secret}, "generated"
-	} else if err := tok.checkCA(ca); err != nil {
-		return err
 	}
-	changed, err := writeTokenFile(o.dataDir, tok.full(ca))
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
-	}
-	if changed {
-		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600)", source, tokenFile(o.dataDir)))
-	}
-	return nil
+	return o.writeFullToken(log, tok, source)
 }
 
 // writePKI creates the certificates, keys and kubeconfigs on first start and
