@@ -150,6 +150,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		<-exited
 	}
 	r.closeConn()
+	// What containerd started in its process group and left running (a
+	// CNI plugin still at work): the shims have groups of their own.
+	if n := killGroup(cmd.Process.Pid); n > 0 {
+		klog.FromContext(ctx).Info("Killed what the runtime left in its process group", "processes", n)
+	}
 	if n := killShims(r.cfg.Socket); n > 0 {
 		klog.FromContext(ctx).Info("Killed the runtime's leftover shims and their containers", "processes", n)
 	}
@@ -195,6 +200,30 @@ func killShims(socket string) int {
 	return len(kill)
 }
 
+// killGroup kills, with SIGKILL, every process of process group pgid and
+// waits (killWait at most) until each is gone or a zombie; it returns how
+// many it killed.
+func killGroup(pgid int) int {
+	procs, err := readProcs()
+	if err != nil {
+		return 0
+	}
+	var kill []int
+	for pid, pg := range procs.pgrp {
+		if pg == pgid && pid != os.Getpid() && alive(pid) {
+			kill = append(kill, pid)
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(killWait)
+	for _, pid := range kill {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return len(kill)
+}
+
 // killWait bounds how long killShims waits for what it killed to die.
 const killWait = 5 * time.Second
 
@@ -213,6 +242,7 @@ func alive(pid int) bool {
 type procTable struct {
 	cmdline  map[int]string
 	children map[int][]int
+	pgrp     map[int]int
 }
 
 // readProcs reads every process's command line and parent from /proc.
@@ -221,7 +251,7 @@ func readProcs() (*procTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &procTable{cmdline: map[int]string{}, children: map[int][]int{}}
+	t := &procTable{cmdline: map[int]string{}, children: map[int][]int{}, pgrp: map[int]int{}}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -234,11 +264,12 @@ func readProcs() (*procTable, error) {
 		// pid (comm) state ppid …: comm may hold spaces and parentheses.
 		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
 		fields := strings.Fields(rest)
-		if len(fields) < 2 {
+		if len(fields) < 3 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
 		t.children[ppid] = append(t.children[ppid], pid)
+		t.pgrp[pid], _ = strconv.Atoi(fields[2])
 		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		t.cmdline[pid] = string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,4 +55,36 @@ func TestKillShims(t *testing.T) {
 	_, err := os.Stat("/proc/" + strconv.Itoa(other.Process.Pid))
 	assert.NoError(t, err, "a process not naming the socket is left alone")
 	assert.Equal(t, 0, killShims(sock), "nothing left")
+}
+
+// TestKillGroup: every process of the group is dead when killGroup
+// returns (a CNI plugin containerd left running); another is not touched.
+func TestKillGroup(t *testing.T) {
+	leader := exec.Command("sh", "-c", "sleep 310 & sleep 311 & wait")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, leader.Start())
+	done := make(chan struct{})
+	go func() { _ = leader.Wait(); close(done) }()
+	other := exec.Command("sleep", "312")
+	require.NoError(t, other.Start())
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	var members []int
+	require.Eventually(t, func() bool {
+		procs, err := readProcs()
+		require.NoError(t, err)
+		members = members[:0]
+		for pid, pg := range procs.pgrp {
+			if pg == leader.Process.Pid {
+				members = append(members, pid)
+			}
+		}
+		return len(members) == 3
+	}, 10*time.Second, 10*time.Millisecond, "sh and its two sleeps")
+	assert.Equal(t, 3, killGroup(leader.Process.Pid))
+	for _, pid := range members {
+		assert.False(t, alive(pid), "process %d of the group", pid)
+	}
+	assert.True(t, alive(other.Process.Pid), "a process of another group is left alone")
+	<-done
+	assert.Equal(t, 0, killGroup(leader.Process.Pid), "nothing left")
 }
