@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -62,6 +63,9 @@ type RuntimeConfig struct {
 	// StopGrace is how long the child has after SIGTERM before it is
 	// killed, with its process group (0: 10 s).
 	StopGrace time.Duration
+	// BinDir, if set, is where the runtime's plugins run from (the CNI
+	// plugins): at the stop, every process run from it is killed too.
+	BinDir string
 }
 
 // NewRuntime returns the runtime component for cfg.
@@ -158,6 +162,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 	if n := killShims(r.cfg.Socket); n > 0 {
 		klog.FromContext(ctx).Info("Killed the runtime's leftover shims and their containers", "processes", n)
 	}
+	if r.cfg.BinDir != "" {
+		if n := killMatching(func(cmdline string) bool { return strings.HasPrefix(cmdline, filepath.Clean(r.cfg.BinDir)+"/") }); n > 0 {
+			klog.FromContext(ctx).Info("Killed the runtime's leftover plugins", "processes", n)
+		}
+	}
 	return nil
 }
 
@@ -171,6 +180,12 @@ func (r *Runtime) Run(ctx context.Context) error {
 // in time, would otherwise leave its containers running after the node
 // stopped.
 func killShims(socket string) int {
+	return killMatching(func(cmdline string) bool { return strings.Contains(cmdline, "-address "+socket+" ") })
+}
+
+// killMatching kills, as killShims does, every process whose command line
+// (its arguments joined by spaces) match accepts, with its descendants.
+func killMatching(match func(cmdline string) bool) int {
 	procs, err := readProcs()
 	if err != nil {
 		return 0
@@ -184,7 +199,7 @@ func killShims(socket string) int {
 		kill = append(kill, pid)
 	}
 	for pid, cmdline := range procs.cmdline {
-		if pid != os.Getpid() && strings.Contains(cmdline, "-address "+socket+" ") {
+		if pid != os.Getpid() && match(cmdline) {
 			add(pid)
 		}
 	}

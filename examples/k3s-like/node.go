@@ -193,6 +193,7 @@ func (c nodeConfig) addNode(h *harness.Harness, kubeletArgs []string) error {
 		rt := node.NewRuntime(node.RuntimeConfig{
 			Command: []string{self, containerdCommand, "--config", d.containerdConfig()},
 			Socket:  d.socket(),
+			BinDir:  d.bin,
 			Output:  containerdLog{},
 			BeforeReady: func(ctx context.Context) error {
 				return importImages(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
