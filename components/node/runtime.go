@@ -206,12 +206,7 @@ func killMatching(match func(cmdline string) bool) int {
 	for _, pid := range kill {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(killWait)
-	for _, pid := range kill {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	awaitDeath(kill)
 	return len(kill)
 }
 
@@ -230,16 +225,22 @@ func killGroup(pgid int) int {
 		}
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	awaitDeath(kill)
+	return len(kill)
+}
+
+// awaitDeath waits, killWait at most, until none of pids is alive.
+func awaitDeath(pids []int) {
 	deadline := time.Now().Add(killWait)
-	for _, pid := range kill {
+	for _, pid := range pids {
 		for alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return len(kill)
 }
 
-// killWait bounds how long killShims waits for what it killed to die.
+// killWait bounds how long killShims and killGroup wait for what they
+// killed to die.
 const killWait = 5 * time.Second
 
 // alive reports whether pid is a process that is not a zombie.
