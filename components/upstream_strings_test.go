@@ -1,31 +1,40 @@
 package components
 
 import (
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/configz"
 	"k8s.io/component-base/metrics"
+	schedapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/kubeharness/kubeharness/scoping/scopingtest"
 )
 
 // TestUpstreamStrings pins every message of upstream_strings.go: each must
 // still be in the upstream file that produces it, read from the module
-// cache at the version go.mod requires; where it is cheap, the message is
-// also provoked. A Kubernetes bump that rewords one fails here.
+// cache at the version this test binary was built with; where it is
+// cheap, the message is also provoked. A Kubernetes bump that rewords one fails here.
 func TestUpstreamStrings(t *testing.T) {
-	dirs := map[string]string{}
+	// A function of each module, linked into this test binary: its source
+	// file says which version of the module was built (also under the
+	// other minor's modfile).
+	funcs := map[string]any{
+		"k8s.io/kubernetes":                   schedapp.NewSchedulerCommand,
+		"k8s.io/client-go":                    cache.NewInformerName,
+		"k8s.io/component-base":               configz.New,
+		"k8s.io/apiserver":                    healthz.InstallHandler,
+		"github.com/prometheus/client_golang": prometheus.NewRegistry,
+	}
 	scopingtest.CheckUpstreamStrings(t, func(mod string) string {
-		if dirs[mod] == "" {
-			dirs[mod] = moduleDir(t, mod)
-		}
-		return dirs[mod]
+		fn, ok := funcs[mod]
+		require.True(t, ok, "no function of %s to find its sources by", mod)
+		return scopingtest.ModuleDir(t, mod, fn)
 	},
 		scopingtest.UpstreamString{Name: "upstreamSchedulerStopped", Text: upstreamSchedulerStopped, Module: "k8s.io/kubernetes", File: "cmd/kube-scheduler/app/server.go", Literal: `"finished without leader elect"`},
 		scopingtest.UpstreamString{Name: "upstreamInformerNameTaken", Text: upstreamInformerNameTaken, Module: "k8s.io/client-go", File: "tools/cache/identity.go", Literal: `"informer name %q is already registered"`},
@@ -59,21 +68,6 @@ func TestUpstreamStrings(t *testing.T) {
 		err = reg.Register(c)
 		assert.ErrorContains(t, err, upstreamDuplicateMetrics)
 	})
-}
-
-// moduleDir is where the go command keeps module mod at the version this
-// module requires (its replacement, if go.mod replaces it).
-func moduleDir(t *testing.T, mod string) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}", mod).Output()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		t.Fatalf("go list -m %s: %v: %s", mod, err, ee.Stderr)
-	}
-	require.NoError(t, err, "go list -m %s (the go command is needed to find upstream's sources)", mod)
-	dir := strings.TrimSpace(string(out))
-	require.NotEmpty(t, dir, "%s is not in the module cache: go mod download %s", mod, mod)
-	return dir
 }
 
 // TestListsCheck: a verbose /healthz lists the controllers' checks once

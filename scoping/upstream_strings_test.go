@@ -1,10 +1,6 @@
 package scoping_test
 
 import (
-	"os/exec"
-	"path/filepath"
-	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -24,7 +20,9 @@ import (
 // provoked (upstreamLoggingChanged is provoked by TestApplyLoggingSettings,
 // which applies logging, once per process).
 func TestUpstreamStrings(t *testing.T) {
-	scopingtest.CheckUpstreamStrings(t, func(mod string) string { return moduleDir(t, mod) },
+	scopingtest.CheckUpstreamStrings(t, func(mod string) string {
+		return scopingtest.ModuleDir(t, mod, basecompat.NewEffectiveVersionFromString)
+	},
 		scopingtest.UpstreamString{Name: "upstreamMinCompatibilityInvalid", Text: scoping.UpstreamMinCompatibilityInvalid, Module: "k8s.io/component-base", File: "compatibility/version.go", Literal: `"minCompatibilityVersion version %s is not between [%s, %s]"`},
 		scopingtest.UpstreamString{Name: "upstreamLoggingChanged", Text: scoping.UpstreamLoggingChanged, Module: "k8s.io/component-base", File: "logs/api/v1/options.go", Literal: `"the logging configuration should not be changed after setting it once (- old setting, + new setting):\n%s"`},
 	)
@@ -37,25 +35,4 @@ func TestUpstreamStrings(t *testing.T) {
 		require.NotEmpty(t, errs, "min-compatibility above emulation")
 		assert.True(t, strings.HasPrefix(errs[0].Error(), scoping.UpstreamMinCompatibilityInvalid), "%q begins with %q", errs[0], scoping.UpstreamMinCompatibilityInvalid)
 	})
-}
-
-// moduleDir is where the module cache keeps k8s.io/component-base at the
-// version this test binary was built with: the directory of the source
-// file of one of its functions, as the binary records it (test binaries
-// carry no module list; this holds under -modfile too).
-func moduleDir(t *testing.T, mod string) string {
-	t.Helper()
-	pc := reflect.ValueOf(basecompat.NewEffectiveVersionFromString).Pointer()
-	file, _ := runtime.FuncForPC(pc).FileLine(pc)
-	i := strings.Index(file, mod+"@")
-	require.GreaterOrEqual(t, i, 0, "%s is not in %s", mod, file)
-	end := strings.Index(file[i+len(mod):], "/")
-	require.Greater(t, end, 0, "no version in %s", file)
-	dir := file[:i+len(mod)+end]
-	if !filepath.IsAbs(dir) { // built with -trimpath
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		require.NoError(t, err, "go env GOMODCACHE")
-		dir = filepath.Join(strings.TrimSpace(string(out)), dir)
-	}
-	return dir
 }

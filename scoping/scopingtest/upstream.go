@@ -2,7 +2,10 @@ package scopingtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -37,4 +40,32 @@ func CheckUpstreamStrings(t testing.TB, dir func(module string) string, strs ...
 			t.Errorf("%s: %s is no longer in %s", s.Name, s.Literal, path)
 		}
 	}
+}
+
+// ModuleDir is where the module cache keeps module mod at the version this
+// test binary was built with: found from the source file of fn, a function
+// of mod linked into the binary. It holds under -modfile and replace
+// directives, where `go list -m` would answer for go.mod instead (test
+// binaries carry no module list).
+func ModuleDir(t testing.TB, mod string, fn any) string {
+	t.Helper()
+	pc := reflect.ValueOf(fn).Pointer()
+	file, _ := runtime.FuncForPC(pc).FileLine(pc)
+	i := strings.Index(file, mod+"@")
+	if i < 0 {
+		t.Fatalf("%s is not in %s", mod, file)
+	}
+	end := strings.Index(file[i+len(mod):], "/")
+	if end <= 0 {
+		t.Fatalf("no version in %s", file)
+	}
+	dir := file[:i+len(mod)+end]
+	if !filepath.IsAbs(dir) { // built with -trimpath
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			t.Fatalf("go env GOMODCACHE: %v", err)
+		}
+		dir = filepath.Join(strings.TrimSpace(string(out)), dir)
+	}
+	return dir
 }
