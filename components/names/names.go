@@ -17,6 +17,8 @@ const (
 	Etcd = "etcd"
 	// Kubelet is the kubelet adapter's (components.Kubelet).
 	Kubelet = "kubelet"
+	// KubeProxy is the kube-proxy adapter's (node.KubeProxy).
+	KubeProxy = "kube-proxy"
 	// Containerd is the node's container runtime child's (node.Runtime).
 	Containerd = "containerd"
 )

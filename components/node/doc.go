@@ -1,12 +1,14 @@
 // Package node adapts the node's upstream components to harness
-// components: the kubelet of k8s.io/kubernetes (Kubelet), so that a single
-// binary runs it beside the control plane, or alone against a remote one;
+// components: the kubelet and kube-proxy of k8s.io/kubernetes (Kubelet,
+// KubeProxy), so that a single binary runs them beside the control plane,
+// or alone against a remote one;
 // the container runtime as a child process of the binary (Runtime); and a
 // kubelet's default flags for a node of the control plane's PKI
 // (DefaultKubeletFlags, pki.Files.EnsureNode).
 //
 //	h.Add(components.NewAPIServer(), apiserverArgs)
 //	h.Add(node.NewKubelet(), kubeletArgs, components.APIServerName)
+//	h.Add(node.NewKubeProxy(), proxyArgs, node.KubeletName)
 //
 // # The flow
 //
@@ -19,12 +21,18 @@
 // builds its dependencies and runs upstream's app.Run until its context
 // ends; Ready waits for the kubelet's /healthz.
 //
+// kube-proxy's Complete reads only its --config file's feature gates;
+// its Run, after the barrier, checks its ports, waits for its Node to
+// have an address, then runs upstream's Complete, Validate and Run; Ready
+// waits for its /healthz (its rules synced once). CleanupProxyRules and
+// CleanupKubeletRules remove the host rules both leave, once stopped.
+//
 // # Bounds
 //
-// A process starts its kubelet once (harness.Once): upstream's kubelet
-// runs informers on wait.NeverStop and servers that ignore their context.
-// The kubelet has no --emulated-version; it runs at the version the
-// barrier reconciled, the control plane's. Its process-wide state (OOM
+// A process starts its kubelet and its kube-proxy once (harness.Once):
+// upstream's run informers on wait.NeverStop and servers or loops that
+// ignore their context. Neither has --emulated-version; they run at the
+// version the barrier reconciled, the control plane's. Its process-wide state (OOM
 // score, open files, configz, sd_notify, cAdvisor, host sysctls, the exits
 // it takes) is catalogued in docs/components.md at the repository root.
 //

@@ -103,3 +103,41 @@ func CgroupV1() (bool, error) {
 	}
 	return st.Type != unix.CGROUP2_SUPER_MAGIC, nil
 }
+
+// ProxySettings are what a distro decides for its kube-proxy;
+// DefaultKubeProxyFlags turns them into kube-proxy's flags.
+type ProxySettings struct {
+	// Name is the node's name (--hostname-override).
+	Name string
+	// Kubeconfig is kube-proxy's kubeconfig.
+	Kubeconfig string
+	// ClusterCIDR is the pods' CIDR (--cluster-cidr), which tells local
+	// traffic from outside traffic.
+	ClusterCIDR string
+	// Mode is --proxy-mode: "" for upstream's default (iptables).
+	Mode string
+}
+
+// DefaultKubeProxyFlags are kube-proxy's flags as k3s sets them: the
+// node's name, its kubeconfig, the cluster CIDR, /healthz on loopback
+// (127.0.0.1:10256), metrics on loopback, and the conntrack settings left
+// as the host has them (conntrack-max-per-core=0 and the timeouts at 0s:
+// kube-proxy then writes none of those process-wide sysctls).
+func DefaultKubeProxyFlags(s ProxySettings) []kubeargs.Arg {
+	args := []kubeargs.Arg{
+		{Key: "hostname-override", Value: s.Name},
+		{Key: "kubeconfig", Value: s.Kubeconfig},
+		{Key: "healthz-bind-address", Value: "127.0.0.1:10256"},
+		{Key: "metrics-bind-address", Value: "127.0.0.1:10249"},
+		{Key: "conntrack-max-per-core", Value: "0"},
+		{Key: "conntrack-tcp-timeout-established", Value: "0s"},
+		{Key: "conntrack-tcp-timeout-close-wait", Value: "0s"},
+	}
+	if s.ClusterCIDR != "" {
+		args = append(args, kubeargs.Arg{Key: "cluster-cidr", Value: s.ClusterCIDR})
+	}
+	if s.Mode != "" {
+		args = append(args, kubeargs.Arg{Key: "proxy-mode", Value: s.Mode})
+	}
+	return args
+}

@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/configz"
@@ -185,7 +183,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return nil // stopped before it started
 	}
 	kc := &k.server.KubeletConfiguration
-	if err := portsFree(kubeletPorts(kc)); err != nil {
+	if err := portsFree(KubeletName, kubeletPorts(kc)); err != nil {
 		return err
 	}
 	deps, err := kubeletapp.UnsecuredDependencies(ctx, k.server, utilfeature.DefaultFeatureGate)
@@ -197,7 +195,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		probeCtx, stop := context.WithCancel(ctx)
 		defer stop()
 		go func() {
-			if waitKubeletHealthz(probeCtx, kc.HealthzBindAddress, kc.HealthzPort) == nil {
+			if waitHealthz(probeCtx, net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort))), kubeletHealthy) == nil {
 				k.markReady()
 			}
 		}()
@@ -236,57 +234,18 @@ func (k *Kubelet) Ready(ctx context.Context) error {
 // markReady reports the kubelet ready; later calls do nothing.
 func (k *Kubelet) markReady() { k.readyOnce.Do(func() { close(k.ready) }) }
 
-// kubeletPort is one of the kubelet's listening ports, by the flag that
-// sets it.
-type kubeletPort struct {
-	flag string
-	addr string
-}
-
 // kubeletPorts returns the ports the kubelet will listen on: its API
 // (--address, --port), its read-only port if set, its /healthz if set.
-func kubeletPorts(kc *kubeletconfig.KubeletConfiguration) []kubeletPort {
-	ports := []kubeletPort{{"--port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port)))}}
+func kubeletPorts(kc *kubeletconfig.KubeletConfiguration) []listenPort {
+	ports := []listenPort{{"--port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port)))}}
 	if kc.ReadOnlyPort > 0 {
-		ports = append(ports, kubeletPort{"--read-only-port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))})
+		ports = append(ports, listenPort{"--read-only-port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))})
 	}
 	if kc.HealthzPort > 0 {
-		ports = append(ports, kubeletPort{"--healthz-port", net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort)))})
+		ports = append(ports, listenPort{"--healthz-port", net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort)))})
 	}
 	return ports
 }
 
-// portsFree binds and closes each port, so that a taken one is a named
-// error instead of upstream's os.Exit (its servers exit the process when
-// their bind fails).
-func portsFree(ports []kubeletPort) error {
-	var errs []error
-	for _, p := range ports {
-		l, err := net.Listen("tcp", p.addr)
-		if err != nil {
-			errs = append(errs, &scoping.FlagError{Component: KubeletName, Flag: p.flag, Value: p.addr, Err: err})
-			continue
-		}
-		_ = l.Close()
-	}
-	return errors.Join(errs...)
-}
-
-// waitKubeletHealthz polls the kubelet's plain-HTTP /healthz until it
-// answers 200 or ctx ends.
-func waitKubeletHealthz(ctx context.Context, host string, port int32) error {
-	url := "http://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + "/healthz"
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-}
+// kubeletHealthy is the kubelet's /healthz answer when it is: 200.
+func kubeletHealthy(code int, _ []byte) bool { return code == http.StatusOK }

@@ -31,7 +31,9 @@ import (
 //     printing each call, until SIGTERM ("terminated");
 //   - "cri-ignore-term": the same, ignoring SIGTERM;
 //   - "exit": print "boom: bad config" and exit 3;
-//   - "parent": run a node.Runtime whose child is "cri" and wait to be killed.
+//   - "parent": run a node.Runtime whose child is "cri" and wait to be killed;
+//   - "cleanup-rules": write kube-proxy's and the kubelet's host rules,
+//     clean them up and print what is left (rules_test.go).
 const fakeChildEnv = "KUBEHARNESS_NODE_FAKE_CHILD"
 
 // fakeChild is the re-executed test binary's main.
@@ -61,6 +63,8 @@ func fakeChild(mode string) int {
 				return 0
 			}
 		}
+	case "cleanup-rules":
+		return cleanupRulesChild()
 	case "parent":
 		r := node.NewRuntime(node.RuntimeConfig{
 			Command: []string{os.Args[0]},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -103,6 +104,9 @@ func (a *agentOptions) check(getenv func(string) string) (*url.URL, clusterToken
 	if _, err := kubeargs.Parse("kubelet-arg", a.node.kubeletArgs); err != nil {
 		return nil, clusterToken{}, err
 	}
+	if _, err := kubeargs.Parse("kube-proxy-arg", a.node.kubeProxyArgs); err != nil {
+		return nil, clusterToken{}, err
+	}
 	return u, tok, nil
 }
 
@@ -139,7 +143,8 @@ func (a *agentOptions) run(ctx context.Context, getenv func(string) string) erro
 		{Key: "bootstrap-kubeconfig", Value: bootstrapKubeconfig(c.layout)},
 		{Key: "rotate-certificates", Value: "true"},
 	}
-	kubeletArgs, err := c.kubeletArgs(short)
+	c.clusterCIDR = settings[settingClusterCIDR]
+	args, err := c.nodeArgs(short)
 	if err != nil {
 		return err
 	}
@@ -151,7 +156,7 @@ func (a *agentOptions) run(ctx context.Context, getenv func(string) string) erro
 		release()
 		return c.prepareRuntime()
 	}}
-	if err := c.addNode(h, kubeletArgs); err != nil {
+	if err := c.addNode(h, args); err != nil {
 		return err
 	}
 	go func() {
@@ -160,11 +165,7 @@ func (a *agentOptions) run(ctx context.Context, getenv func(string) string) erro
 		}
 	}()
 	err = h.Run(ctx)
-	if n, uerr := unmountUnder(a.dataDir, newNodeDirs(a.dataDir).run); uerr != nil {
-		log.Error(uerr, "Unmounting the node's mounts")
-	} else {
-		log.Info("Unmounted the node's mounts", "count", n)
-	}
+	c.afterStop(context.WithoutCancel(ctx), log)
 	if err != nil {
 		release()
 		log.Error(err, "Stopped")
@@ -235,6 +236,11 @@ func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name 
 	}
 	if _, err := certutil.ParseCertsPEM([]byte(settings[settingClientCA])); err != nil {
 		return nil, fmt.Errorf("the server's agent settings (kube-system/%s): %s: %w", agentSettings, settingClientCA, err)
+	}
+	if cidr := settings[settingClusterCIDR]; cidr != "" {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			return nil, fmt.Errorf("the server's agent settings (kube-system/%s): %s=%s: %w", agentSettings, settingClusterCIDR, cidr, err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(l.NodeLayout(name).Kubeconfig()), 0o700); err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ const (
 // the address the apiserver advertises and the names its serving
 // certificate covers.
 type network struct {
+	bind      string   // the apiserver's --bind-address
 	advertise string   // the apiserver's --advertise-address
 	sans      []string // more names for the serving certificate: --tls-san, and the host's addresses and name when listening on every address
 }
@@ -57,11 +58,22 @@ func localHostNames() ([]string, string, error) {
 // chooses it, k8s.io/apimachinery/pkg/util/net) unless --advertise-address
 // says otherwise, and the certificate covers every host address and the
 // host name.
+//
+// Without --bind-address the apiserver listens on loopback when the
+// server runs no node (--disable-agent), and otherwise, as k3s, on every
+// address, advertising the node's IP: Pods reach it through the
+// kubernetes Service, whose endpoint is the advertised address.
 func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
-	var n network
-	bind := net.ParseIP(o.bindAddress)
+	n := network{bind: o.bindAddress}
+	if n.bind == "" {
+		n.bind = "127.0.0.1"
+		if !o.node.disableAgent {
+			n.bind = "0.0.0.0"
+		}
+	}
+	bind := net.ParseIP(n.bind)
 	if bind == nil {
-		return n, fmt.Errorf("--bind-address=%s: not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every address)", o.bindAddress)
+		return n, fmt.Errorf("--bind-address=%s: not an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every address)", n.bind)
 	}
 	for _, san := range o.tlsSANs {
 		if err := checkSAN(san); err != nil {
@@ -72,7 +84,7 @@ func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
 	if bind.IsUnspecified() {
 		addrs, hostname, err := host()
 		if err != nil {
-			return n, fmt.Errorf("--bind-address=%s: listing this host's addresses for the serving certificate: %w", o.bindAddress, err)
+			return n, fmt.Errorf("--bind-address=%s: listing this host's addresses for the serving certificate: %w", n.bind, err)
 		}
 		n.sans = append(n.sans, addrs...)
 		if hostname != "" {
@@ -86,9 +98,11 @@ func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
 			return n, fmt.Errorf("--advertise-address=%s: want this server's IP address as the cluster reaches it", o.advertiseAddress)
 		}
 		if bind.IsLoopback() && !ip.IsLoopback() {
-			return n, fmt.Errorf("--advertise-address=%s: kube-apiserver listens on loopback only (--bind-address=%s): also set --bind-address=0.0.0.0 or --bind-address=%s", o.advertiseAddress, o.bindAddress, o.advertiseAddress)
+			return n, fmt.Errorf("--advertise-address=%s: kube-apiserver listens on loopback only (--bind-address=%s): also set --bind-address=0.0.0.0 or --bind-address=%s", o.advertiseAddress, n.bind, o.advertiseAddress)
 		}
 		n.advertise = o.advertiseAddress
+	case bind.IsUnspecified() && o.bindAddress == "" && o.node.nodeIP != "":
+		n.advertise = o.node.nodeIP // the node's IP, which Pods reach
 	case bind.IsUnspecified():
 		// Upstream's choice for an unspecified bind address: the address of
 		// the default route's interface; a host without one advertises
@@ -99,7 +113,7 @@ func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
 			n.advertise = "127.0.0.1"
 		}
 	default:
-		n.advertise = o.bindAddress
+		n.advertise = n.bind
 	}
 	return n, o.checkCIDRs()
 }

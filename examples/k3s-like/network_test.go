@@ -27,8 +27,10 @@ func TestResolveNetwork(t *testing.T) {
 		wantAdvertise string // "" with wantSANs nil: only check the error
 		wantSANs      []string
 	}{
-		{"defaults: loopback, nothing more in the certificate", nil, "127.0.0.1", nil},
-		{"tls-san only", []string{"--tls-san=k8s.example.com,198.51.100.7", "--tls-san=*.k8s.example.com"}, "127.0.0.1",
+		{"defaults without a node: loopback, nothing more in the certificate", []string{"--disable-agent"}, "127.0.0.1", nil},
+		{"defaults with a node whose IP is given: every address, the node's advertised", []string{"--node-ip=192.0.2.10"}, "192.0.2.10",
+			[]string{"192.0.2.2", "2001:db8::2", "node-a"}},
+		{"tls-san only", []string{"--disable-agent", "--tls-san=k8s.example.com,198.51.100.7", "--tls-san=*.k8s.example.com"}, "127.0.0.1",
 			[]string{"k8s.example.com", "198.51.100.7", "*.k8s.example.com"}},
 		{"a specific bind address is advertised", []string{"--bind-address=192.0.2.2"}, "192.0.2.2", nil},
 		{"every address: the host's addresses and name are certified", []string{"--bind-address=0.0.0.0", "--advertise-address=192.0.2.2", "--tls-san=k8s.example.com"}, "192.0.2.2",
@@ -45,11 +47,22 @@ func TestResolveNetwork(t *testing.T) {
 		})
 	}
 
-	// 0.0.0.0 without --advertise-address: upstream's default-route choice,
-	// which on any host is a specific address (or loopback without a route).
-	o, err := parseServer(t, []string{"--bind-address=0.0.0.0"})
+	// With a node and no --node-ip: every address, the default route's
+	// advertised (the node's IP too).
+	o, err := parseServer(t, nil)
 	require.NoError(t, err)
 	n, err := o.resolveNetwork(fakeHost)
+	require.NoError(t, err)
+	assert.Equal(t, "0.0.0.0", n.bind)
+	ip, err := o.nodeConfig().ip()
+	require.NoError(t, err)
+	assert.Equal(t, ip.String(), n.advertise)
+
+	// 0.0.0.0 without --advertise-address: upstream's default-route choice,
+	// which on any host is a specific address (or loopback without a route).
+	o, err = parseServer(t, []string{"--bind-address=0.0.0.0"})
+	require.NoError(t, err)
+	n, err = o.resolveNetwork(fakeHost)
 	require.NoError(t, err)
 	assert.NotEmpty(t, n.advertise)
 	assert.NotEqual(t, "0.0.0.0", n.advertise)
@@ -70,7 +83,7 @@ func TestResolveNetworkErrors(t *testing.T) {
 		{[]string{"--bind-address=localhost"}, "--bind-address=localhost: not an IP address"},
 		{[]string{"--advertise-address=k8s.example.com"}, "--advertise-address=k8s.example.com: want this server's IP address"},
 		{[]string{"--bind-address=0.0.0.0", "--advertise-address=0.0.0.0"}, "--advertise-address=0.0.0.0: want this server's IP address"},
-		{[]string{"--advertise-address=192.0.2.2"}, "--advertise-address=192.0.2.2: kube-apiserver listens on loopback only (--bind-address=127.0.0.1): also set --bind-address=0.0.0.0 or --bind-address=192.0.2.2"},
+		{[]string{"--disable-agent", "--advertise-address=192.0.2.2"}, "--advertise-address=192.0.2.2: kube-apiserver listens on loopback only (--bind-address=127.0.0.1): also set --bind-address=0.0.0.0 or --bind-address=192.0.2.2"},
 		{[]string{"--tls-san=under_score.example.com"}, "--tls-san=under_score.example.com: neither an IP address nor a DNS name"},
 		{[]string{"--tls-san=https://k8s.example.com"}, "--tls-san=https://k8s.example.com: neither an IP address nor a DNS name"},
 		{[]string{"--tls-san=a.*.example.com"}, "--tls-san=a.*.example.com: neither an IP address nor a DNS name"},

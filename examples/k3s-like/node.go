@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"github.com/containerd/platforms"
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -39,6 +40,9 @@ type nodeOptions struct {
 	taints          []string
 	kubeletArgs     []string
 	runtimeEndpoint string
+	kubeProxyArgs   []string
+	disableProxy    bool
+	cleanupOnStop   bool
 }
 
 // addNodeFlags adds the node's flags; a server's has --disable-agent too.
@@ -51,6 +55,9 @@ func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, server bool) {
 	f.StringArrayVar(&o.taints, "node-taint", nil, "Taint to register the node with, key=value:Effect (repeatable)")
 	f.StringArrayVar(&o.kubeletArgs, "kubelet-arg", nil, "Customized flag for the kubelet (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
 	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "Use this existing CRI socket instead of running containerd from this binary")
+	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
+	f.BoolVar(&o.disableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
+	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy and the kubelet made (KUBE-* iptables chains, kube-proxy's nftables tables); by default they stay, as upstream's, so that Services keep answering across a restart")
 }
 
 // nodeDirs are where the node keeps its files: its state under the data
@@ -103,9 +110,13 @@ type nodeConfig struct {
 	layout        pki.Layout
 	clusterDNS    string
 	clusterDomain string
+	clusterCIDR   string // the Pods' CIDR, for kube-proxy
 	// after are the components the kubelet starts after (the apiserver,
 	// on a server).
 	after []string
+	// proxyAfter are more components kube-proxy starts after (the
+	// server's node-join, which binds its role).
+	proxyAfter []string
 	// kubeletDefaults are more default kubelet flags (an agent's TLS
 	// bootstrap), which --kubelet-arg may override.
 	kubeletDefaults []kubeargs.Arg
@@ -115,8 +126,8 @@ type nodeConfig struct {
 func (o *serverOptions) nodeConfig() nodeConfig {
 	return nodeConfig{
 		dataDir: o.dataDir, name: o.nodeName, opts: o.node, layout: o.layout(),
-		clusterDNS: o.clusterDNSAddress(), clusterDomain: o.clusterDomain,
-		after: []string{components.APIServerName},
+		clusterDNS: o.clusterDNSAddress(), clusterDomain: o.clusterDomain, clusterCIDR: o.clusterCIDR,
+		after: []string{components.APIServerName}, proxyAfter: []string{nodeJoinName},
 	}
 }
 
@@ -179,10 +190,39 @@ func (c nodeConfig) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
 	return kubeargs.Merge(append(defaults, c.kubeletDefaults...), short, user), nil
 }
 
+// proxyArgs are kube-proxy's arguments: node.DefaultKubeProxyFlags for
+// this node (the kubelet's kubeconfig: see node-join's RBAC), the logging
+// and feature-gate shorthands, then --kube-proxy-arg by k3s's rules.
+func (c nodeConfig) proxyArgs(short []kubeargs.Arg) ([]string, error) {
+	user, err := kubeargs.Parse("kube-proxy-arg", c.opts.kubeProxyArgs)
+	if err != nil {
+		return nil, err
+	}
+	defaults := node.DefaultKubeProxyFlags(node.ProxySettings{Name: c.name, Kubeconfig: c.kubeconfig(), ClusterCIDR: c.clusterCIDR})
+	return kubeargs.Merge(defaults, short, user), nil
+}
+
+// nodeArgs are the node's components' arguments: the kubelet's and,
+// unless --disable-kube-proxy, kube-proxy's.
+func (c nodeConfig) nodeArgs(short []kubeargs.Arg) (map[string][]string, error) {
+	out := map[string][]string{}
+	var err error
+	if out[node.KubeletName], err = c.kubeletArgs(short); err != nil {
+		return nil, err
+	}
+	if !c.opts.disableProxy {
+		if out[node.KubeProxyName], err = c.proxyArgs(short); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // addNode adds the node's components: containerd (unless
-// --container-runtime-endpoint), the kubelet after it and c.after, and
-// the writer of the node's CNI configuration after the kubelet.
-func (c nodeConfig) addNode(h *harness.Harness, kubeletArgs []string) error {
+// --container-runtime-endpoint), the kubelet after it and c.after, the
+// writer of the node's CNI configuration and kube-proxy (unless
+// --disable-kube-proxy) after the kubelet. args are nodeArgs'.
+func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error {
 	d := newNodeDirs(c.dataDir)
 	deps := append([]string(nil), c.after...)
 	if c.opts.runtimeEndpoint == "" {
@@ -204,10 +244,39 @@ func (c nodeConfig) addNode(h *harness.Harness, kubeletArgs []string) error {
 		}
 		deps = append(deps, node.RuntimeName)
 	}
-	if err := h.Add(node.NewKubelet(), kubeletArgs, deps...); err != nil {
+	if err := h.Add(node.NewKubelet(), args[node.KubeletName], deps...); err != nil {
 		return err
 	}
+	if !c.opts.disableProxy {
+		if err := h.Add(node.NewKubeProxy(), args[node.KubeProxyName], append([]string{node.KubeletName}, c.proxyAfter...)...); err != nil {
+			return err
+		}
+	}
 	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, node.KubeletName)
+}
+
+// afterStop is what the node leaves undone once its components stopped:
+// it unmounts what the kubelet and containerd mounted and, with
+// --cleanup-on-stop, removes kube-proxy's and the kubelet's host rules.
+func (c nodeConfig) afterStop(ctx context.Context, log logr.Logger) {
+	n, err := unmountUnder(c.dataDir, newNodeDirs(c.dataDir).run)
+	if err != nil {
+		log.Error(err, "Unmounting the node's mounts")
+	}
+	log.Info("Unmounted the node's mounts", "count", n)
+	if !c.opts.cleanupOnStop {
+		return
+	}
+	var errs []error
+	if !c.opts.disableProxy {
+		errs = append(errs, node.CleanupProxyRules(ctx))
+	}
+	errs = append(errs, node.CleanupKubeletRules())
+	if err := errors.Join(errs...); err != nil {
+		log.Error(err, "Removing the node's host rules")
+		return
+	}
+	log.Info("Removed the node's host rules (--cleanup-on-stop)")
 }
 
 // cniConfigName is the component that writes the node's CNI configuration.
@@ -319,7 +388,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 // controller-manager allocates it once the kubelet registered the node),
 // writes the bridge network for it, and waits for the stop.
 func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
-	var cidr string
+	var n *corev1.Node
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		// The kubelet's kubeconfig: an agent's appears once its TLS
 		// bootstrap is done.
@@ -331,12 +400,8 @@ func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		n, err := client.CoreV1().Nodes().Get(ctx, c.name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		cidr = n.Spec.PodCIDR
-		return cidr != "", nil
+		n, err = node.WaitForNode(ctx, client, c.name, node.HasPodCIDR)
+		return err == nil, err
 	})
 	if ctx.Err() != nil {
 		return nil // stopped before the node had a pod CIDR
@@ -344,6 +409,7 @@ func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	cidr := n.Spec.PodCIDR
 	d := newNodeDirs(c.dataDir)
 	if err := writeFileAtomic(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
 		return err

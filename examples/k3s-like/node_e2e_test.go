@@ -519,21 +519,25 @@ spec:
 	require.NoError(t, s2.stop())
 }
 
-// TestNodeGateConflictStopsEverything: a kubelet gate the apiserver sets
-// the other way is the barrier's conflict: exit 1, naming both, before
-// anything listens or the node starts.
+// TestNodeGateConflictStopsEverything: a kubelet or kube-proxy gate the
+// apiserver sets the other way is the barrier's conflict: exit 1, naming
+// both, before anything listens or the node starts.
 func TestNodeGateConflictStopsEverything(t *testing.T) {
-	s := newServer(t, t.TempDir())
-	out, err := exec.Command(binary, s.argsWithNode(
-		"--kube-apiserver-arg=feature-gates="+testenv.KubeletGate+"=false",
-		"--kubelet-arg=feature-gates="+testenv.KubeletGate+"=true")...).CombinedOutput()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "%s", out)
-	assert.Equal(t, 1, ee.ExitCode())
-	assert.Contains(t, string(out), "kube-apiserver sets false (--feature-gates="+testenv.KubeletGate+"=false)")
-	assert.Contains(t, string(out), "kubelet sets true (--feature-gates="+testenv.KubeletGate+"=true)")
-	_, err = os.Stat(filepath.Join(s.dataDir, "agent"))
-	assert.True(t, os.IsNotExist(err), "the node wrote nothing")
+	for _, component := range []string{"kubelet", "kube-proxy"} {
+		t.Run(component, func(t *testing.T) {
+			s := newServer(t, t.TempDir())
+			out, err := exec.Command(binary, s.argsWithNode(
+				"--kube-apiserver-arg=feature-gates="+testenv.KubeletGate+"=false",
+				"--"+component+"-arg=feature-gates="+testenv.KubeletGate+"=true")...).CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "%s", out)
+			assert.Equal(t, 1, ee.ExitCode())
+			assert.Contains(t, string(out), "kube-apiserver sets false (--feature-gates="+testenv.KubeletGate+"=false)")
+			assert.Contains(t, string(out), component+" sets true (--feature-gates="+testenv.KubeletGate+"=true)")
+			_, err = os.Stat(filepath.Join(s.dataDir, "agent"))
+			assert.True(t, os.IsNotExist(err), "the node wrote nothing")
+		})
+	}
 }
 
 // tomlString returns the first `key = "value"` of a TOML file's text.

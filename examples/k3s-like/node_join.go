@@ -35,6 +35,7 @@ const (
 	settingClientCA      = "client-ca.crt"
 	settingClusterDNS    = "cluster-dns"
 	settingClusterDomain = "cluster-domain"
+	settingClusterCIDR   = "cluster-cidr"
 )
 
 // addNodeJoin adds the server's node-join component: once the apiserver is
@@ -42,7 +43,9 @@ const (
 // from the cluster token (kube-system/bootstrap-token-ID), the agent
 // settings and what lets a bootstrapping kubelet get a node client
 // certificate approved (upstream's ClusterRoles, bound to the token's group;
-// the kubelets' own renewals to system:nodes). It is ready once published.
+// the kubelets' own renewals to system:nodes), and upstream's
+// system:node-proxier role bound to system:nodes, for the nodes' kube-proxy,
+// which uses its kubelet's credential. It is ready once published.
 func (o *serverOptions) addNodeJoin(h *harness.Harness) error {
 	published := make(chan struct{})
 	return h.Add(&harness.Func{
@@ -118,6 +121,7 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 		settingClientCA:      string(clientCA),
 		settingClusterDNS:    o.clusterDNSAddress(),
 		settingClusterDomain: o.clusterDomain,
+		settingClusterCIDR:   o.clusterCIDR,
 	}), opts); err != nil {
 		return err
 	}
@@ -136,6 +140,8 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrapGroup},
 		"k3s-like-node-client-autoapprove":   {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstrapGroup},
 		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+		// Each node's kube-proxy uses its kubelet's credential.
+		"k3s-like-node-proxier": {"system:node-proxier", "system:nodes"},
 	} {
 		subject := rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(binding[1])
 		if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(name).

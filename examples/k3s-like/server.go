@@ -121,12 +121,7 @@ func (o *serverOptions) serve(ctx context.Context, cp *controlPlane, args map[st
 	go o.announceReady(ctx, h, log, started, systemd)
 	err := h.Run(ctx)
 	if !o.node.disableAgent && passed.Load() {
-		d := newNodeDirs(o.dataDir)
-		n, uerr := unmountUnder(o.dataDir, d.run)
-		if uerr != nil {
-			log.Error(uerr, "Unmounting the node's mounts")
-		}
-		log.Info("Unmounted the node's mounts", "count", n)
+		o.nodeConfig().afterStop(context.WithoutCancel(ctx), log)
 	}
 	if err != nil {
 		err = explainDatastore(err, datadir.Etcd(o.dataDir))

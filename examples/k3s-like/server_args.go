@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
-	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 )
@@ -43,7 +43,7 @@ func (o *serverOptions) etcdConfig() etcd.Config {
 // datastore, so only there is leader election on.
 func (o *serverOptions) settings() controlplane.Settings {
 	s := controlplane.Settings{
-		BindAddress:           o.bindAddress,
+		BindAddress:           o.net.bind,
 		AdvertiseAddress:      o.net.advertise,
 		SANs:                  o.net.sans,
 		APIServerPort:         o.httpsPort,
@@ -74,7 +74,7 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 	if o.featureGates != "" {
 		short = append(short, kubeargs.Arg{Key: "feature-gates", Value: o.featureGates})
 	}
-	kubeletShort := append([]kubeargs.Arg(nil), short...) // the kubelet has no --emulated-version
+	kubeletShort := append([]kubeargs.Arg(nil), short...) // the kubelet and kube-proxy have no --emulated-version
 	if o.emulatedVersion != "" {
 		short = append(short, kubeargs.Arg{Key: "emulated-version", Value: o.emulatedVersion})
 	}
@@ -102,9 +102,11 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 		out[name] = kubeargs.Merge(d, short, extra)
 	}
 	if !o.node.disableAgent {
-		if out[node.KubeletName], err = o.nodeConfig().kubeletArgs(kubeletShort); err != nil {
+		nodeArgs, err := o.nodeConfig().nodeArgs(kubeletShort)
+		if err != nil {
 			return nil, err
 		}
+		maps.Copy(out, nodeArgs)
 	}
 	return out, nil
 }

@@ -81,7 +81,7 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f := cmd.Flags()
 	f.StringVarP(&o.configFile, "config", "c", "", "Config file: keys are these flags' long names, repeatable flags are lists, FILE.d/*.yaml drop-ins are merged after it in lexical order (key+: appends), the command line overrides them (default "+defaultConfigFile+" if it exists; also $K3S_LIKE_CONFIG_FILE)")
 	f.StringVarP(&o.dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "Folder for certificates, keys, kubeconfigs and the embedded etcd data (as k3s: /var/lib/k3s-like as root, ~/.k3s-like otherwise)")
-	f.StringVar(&o.bindAddress, "bind-address", "127.0.0.1", "kube-apiserver bind address; 0.0.0.0 (or ::) listens on every address and puts the host's addresses and name into the serving certificate")
+	f.StringVar(&o.bindAddress, "bind-address", "", "kube-apiserver bind address; 0.0.0.0 (or ::) listens on every address and puts the host's addresses and name into the serving certificate (default 0.0.0.0 with a node, advertising its IP; 127.0.0.1 with --disable-agent)")
 	f.StringVar(&o.advertiseAddress, "advertise-address", "", "IP address kube-apiserver advertises to the cluster (the kubernetes Service's endpoint) and the admin kubeconfig points at (default the bind address, or with 0.0.0.0 the default route's address)")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "More host names or IP addresses for the serving certificate (repeatable, or comma-separated); a change reissues the serving certificate, never the CA")
 	f.StringVar(&o.serviceCIDR, "service-cidr", defaultServiceCIDR, "IP range of Service cluster IPs; its first address is the kubernetes Service's, in the serving certificate")

@@ -7,7 +7,6 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
-	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -73,7 +72,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		return nil, err
 	}
 	if !o.node.disableAgent {
-		if err := o.nodeConfig().addNode(h, args[node.KubeletName]); err != nil {
+		if err := o.nodeConfig().addNode(h, args); err != nil {
 			return nil, err
 		}
 	}
