@@ -150,7 +150,7 @@ func TestWritesTheImages(t *testing.T) {
 		if err != nil {
 			t.Fatalf("coredns -plugins: %v", err)
 		}
-		for _, p := range []string{"dns.kubernetes", "dns.forward", "dns.hosts", "dns.cache", "dns.health", "dns.ready", "dns.prometheus", "dns.loop", "dns.reload", "dns.errors"} {
+		for _, p := range []string{"kubernetes", "forward", "hosts", "cache", "health", "ready", "prometheus", "loop", "reload", "errors"} {
 			if !slices.Contains(strings.Fields(string(plugins)), p) {
 				t.Errorf("coredns -plugins lists no %s:\n%s", p, plugins)
 			}
