@@ -172,8 +172,10 @@ run: build
 
 # The node's images, built from source, as archives containerd imports
 # (images/, its own module): IMAGES_DIR/pause.tar (registry.k8s.io/pause:3.10.2,
-# our pause program) and IMAGES_DIR/busybox.tar (kubeharness.local/busybox:
-# <version>, from Debian's busybox-static, /bin/busybox).
+# our pause program), IMAGES_DIR/busybox.tar (kubeharness.local/busybox:
+# <version>, from Debian's busybox-static, /bin/busybox) and
+# IMAGES_DIR/coredns.tar (kubeharness.local/coredns:v<version>, CoreDNS of
+# images/go.mod with the cluster-DNS plugins only).
 images:
 	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
 

@@ -142,6 +142,52 @@ func load(t *testing.T, path, ref string) v1.Image {
 	return img
 }
 
+func TestCoreDNSImage(t *testing.T) {
+	img, err := images.Build(images.CoreDNSSpec([]byte("\x7fELF coredns")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "coredns.tar")
+	if err := images.Write(path, images.CoreDNSName, img); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := load(t, path, images.CoreDNSName).ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+	}
+	if !slices.Equal(cf.Config.Entrypoint, []string{"/coredns"}) || cf.Config.Cmd != nil || cf.Config.User != "65532:65532" {
+		t.Errorf("entrypoint %q cmd %q user %q, want [/coredns], none, 65532:65532", cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User)
+	}
+	want := []entry{{name: "coredns", typ: tar.TypeReg, mode: 0o755, data: "\x7fELF coredns"}}
+	if got := layerEntries(t, img); !slices.Equal(got, want) {
+		t.Errorf("layer:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestCoreDNSNameIsTheModuleVersion: the image's tag is the version of
+// github.com/coredns/coredns that go.mod requires, the one built.
+func TestCoreDNSNameIsTheModuleVersion(t *testing.T) {
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/coredns/coredns" {
+			version = f[1]
+		}
+	}
+	if version == "" {
+		t.Fatal("go.mod requires no github.com/coredns/coredns")
+	}
+	if want := "kubeharness.local/coredns:" + version; images.CoreDNSName != want {
+		t.Errorf("CoreDNSName %q, want %q (go.mod requires github.com/coredns/coredns %s)", images.CoreDNSName, want, version)
+	}
+}
+
 func TestBusyboxImage(t *testing.T) {
 	spec, err := images.BusyboxSpec([]byte("busybox binary"), []string{"sh", "busybox", "[", "wget"})
 	if err != nil {

@@ -19,7 +19,13 @@ const (
 	// BusyboxRepository is the busybox image's name without its tag, which
 	// [BusyboxName] makes from the Debian package's version.
 	BusyboxRepository = "kubeharness.local/busybox"
-	// DefaultPath is the PATH of both images' environments.
+	// CoreDNSName is the CoreDNS image's name (the program is ./coredns),
+	// tagged with the version of github.com/coredns/coredns it is built
+	// from, the one in this module's go.mod.
+	CoreDNSName = "kubeharness.local/coredns:v1.15.0"
+	// CoreDNSUser is the user CoreDNS runs as, upstream image's nonroot.
+	CoreDNSUser = "65532:65532"
+	// DefaultPath is the PATH of the images' environments.
 	DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
@@ -33,6 +39,20 @@ func PauseSpec(pause []byte) Spec {
 		User:       PauseUser,
 		WorkingDir: "/",
 		CreatedBy:  "kubeharness images: the pause program",
+	}
+}
+
+// CoreDNSSpec is the CoreDNS image: the coredns program (a static binary,
+// see ./coredns) as /coredns, its entrypoint, run as [CoreDNSUser]. A Pod
+// gives it its Corefile (-conf).
+func CoreDNSSpec(coredns []byte) Spec {
+	return Spec{
+		Files:      []File{{Path: "/coredns", Mode: 0o755, Data: coredns}},
+		Entrypoint: []string{"/coredns"},
+		Env:        []string{DefaultPath},
+		User:       CoreDNSUser,
+		WorkingDir: "/",
+		CreatedBy:  "kubeharness images: CoreDNS",
 	}
 }
 

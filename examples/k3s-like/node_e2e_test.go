@@ -118,7 +118,7 @@ func putNodeImages(t *testing.T, dataDir string) {
 	t.Helper()
 	imgs := filepath.Join(dataDir, "agent", "images")
 	require.NoError(t, os.MkdirAll(imgs, 0o700))
-	for _, f := range []string{"pause.tar", "busybox.tar"} {
+	for _, f := range []string{"pause.tar", "busybox.tar", "coredns.tar"} {
 		b, err := os.ReadFile(filepath.Join(nodeImages(t), f))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(imgs, f), b, 0o600))

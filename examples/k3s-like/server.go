@@ -59,6 +59,9 @@ func (o *serverOptions) check() (args map[string][]string, limit int64, err erro
 	if args, err = o.componentArgs(); err != nil {
 		return nil, 0, err
 	}
+	if err := o.checkManifestFlags(); err != nil {
+		return nil, 0, err
+	}
 	if _, err := statusUsesTLS(o.statusAddress, o.statusTLS); err != nil {
 		return nil, 0, err
 	}

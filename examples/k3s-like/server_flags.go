@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,7 +50,9 @@ type serverOptions struct {
 	etcdPeerPort      int
 	stopTimeout       time.Duration
 	configFile        string
-	nodeName          string // the node's name, and this server's identity in the Feature objects (KEP-3920)
+	nodeName          string   // the node's name, and this server's identity in the Feature objects (KEP-3920)
+	disable           []string // packaged components not to deploy (manifests.go)
+	dnsUpstreams      []string // CoreDNS's forward targets (manifests.go)
 	node              nodeOptions
 }
 
@@ -121,6 +124,8 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	// the Feature objects and in its field manager, k3s-like/NODE_NAME.
 	hostname, _ := os.Hostname()
 	f.StringVar(&o.nodeName, "node-name", hostname, "The node's name, and this server's identity: its entry in the Feature objects' status.servers (default the hostname)")
+	f.StringSliceVar(&o.disable, "disable", nil, "Do not deploy a packaged component, and delete it if it was (repeatable, or comma-separated; valid: "+strings.Join(packagedNames(), ", ")+")")
+	f.StringSliceVar(&o.dnsUpstreams, "cluster-dns-upstream", nil, "Where CoreDNS forwards names outside the cluster domain: IP[:port] or a resolv.conf path in its container (repeatable); none by default, so no query leaves the machine")
 	addNodeFlags(f, &o.node, true)
 	return cmd, o
 }

@@ -71,6 +71,9 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	if err := o.addNodeJoin(h); err != nil {
 		return nil, err
 	}
+	if err := o.addManifests(h); err != nil {
+		return nil, err
+	}
 	if !o.node.disableAgent {
 		if err := o.nodeConfig().addNode(h, args); err != nil {
 			return nil, err

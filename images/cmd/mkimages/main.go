@@ -22,8 +22,11 @@ import (
 	"github.com/kubeharness/kubeharness/images"
 )
 
-// pausePackage is the pause program's import path.
-const pausePackage = "github.com/kubeharness/kubeharness/images/pause"
+// The import paths of the programs mkimages builds.
+const (
+	pausePackage   = "github.com/kubeharness/kubeharness/images/pause"
+	corednsPackage = "github.com/kubeharness/kubeharness/images/coredns"
+)
 
 // installHint ends every error about the busybox binary.
 const installHint = "install Debian's busybox-static (apt-get install busybox-static)"
@@ -42,10 +45,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("mkimages", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	out := flags.String("out", "", "directory to write pause.tar and busybox.tar into (required; made if missing)")
+	out := flags.String("out", "", "directory to write pause.tar, busybox.tar and coredns.tar into (required; made if missing)")
 	busybox := flags.String("busybox", "/bin/busybox", "the static busybox binary (Debian's busybox-static)")
 	version := flags.String("busybox-version", "", "busybox's version, for the image's tag (default: dpkg-query's version of busybox-static)")
-	goCmd := flags.String("go", "go", "the go command that builds the pause program")
+	goCmd := flags.String("go", "go", "the go command that builds the pause and coredns programs")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +73,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pause, err := buildPause(ctx, *goCmd)
+	pause, err := buildStatic(ctx, *goCmd, "pause", pausePackage)
+	if err != nil {
+		return err
+	}
+	coredns, err := buildStatic(ctx, *goCmd, "coredns", corednsPackage)
 	if err != nil {
 		return err
 	}
@@ -81,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}{
 		{"pause.tar", images.PauseName, images.PauseSpec(pause)},
 		{"busybox.tar", bbName, bbSpec},
+		{"coredns.tar", images.CoreDNSName, images.CoreDNSSpec(coredns)},
 	} {
 		if err := write(stdout, filepath.Join(*out, w.file), w.name, w.spec); err != nil {
 			return err
@@ -136,22 +144,22 @@ func debianVersion(ctx context.Context, pkg string) (string, error) {
 	return v, nil
 }
 
-// buildPause builds the pause program static, stripped and reproducible
-// (-trimpath, no VCS stamp) and returns the binary.
-func buildPause(ctx context.Context, goCmd string) ([]byte, error) {
+// buildStatic builds the program pkg (called name in errors) static,
+// stripped and reproducible (-trimpath, no VCS stamp) and returns the binary.
+func buildStatic(ctx context.Context, goCmd, name, pkg string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "mkimages-")
 	if err != nil {
-		return nil, fmt.Errorf("building the pause program: %w", err)
+		return nil, fmt.Errorf("building the %s program: %w", name, err)
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "pause")
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, pausePackage)
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the pause program (%s; run mkimages from the images module): %w\n%s", strings.Join(cmd.Args, " "), err, out)
+		return nil, fmt.Errorf("building the %s program (%s; run mkimages from the images module): %w\n%s", name, strings.Join(cmd.Args, " "), err, out)
 	}
 	if err := images.CheckStatic(bin); err != nil {
-		return nil, fmt.Errorf("the pause program: %w", err)
+		return nil, fmt.Errorf("the %s program: %w", name, err)
 	}
 	return os.ReadFile(bin)
 }

@@ -67,10 +67,11 @@ func TestRefusesArguments(t *testing.T) {
 	}
 }
 
-// TestWritesBothImages runs mkimages twice on Debian's busybox-static: the
-// archives hold the images under their names, and the second run gives the
-// same digests (the pause build is reproducible).
-func TestWritesBothImages(t *testing.T) {
+// TestWritesTheImages runs mkimages twice on Debian's busybox-static: the
+// archives hold the images under their names, CoreDNS has the plugins a
+// cluster's DNS needs, and the second run gives the same digests (the pause
+// and coredns builds are reproducible).
+func TestWritesTheImages(t *testing.T) {
 	const busybox = "/bin/busybox"
 	if err := images.CheckStatic(busybox); err != nil {
 		t.Skipf("%v: install Debian's busybox-static (.ci/run does)", err)
@@ -85,9 +86,9 @@ func TestWritesBothImages(t *testing.T) {
 			t.Fatal(err)
 		}
 		printed[i] = strings.ReplaceAll(stdout.String(), out, "OUT")
-		line := regexp.MustCompile(`^OUT/(pause|busybox)\.tar: (\S+) id sha256:[0-9a-f]{64} manifest sha256:[0-9a-f]{64}, [0-9]+ bytes$`)
+		line := regexp.MustCompile(`^OUT/(pause|busybox|coredns)\.tar: (\S+) id sha256:[0-9a-f]{64} manifest sha256:[0-9a-f]{64}, [0-9]+ bytes$`)
 		lines := strings.Split(strings.TrimSuffix(printed[i], "\n"), "\n")
-		if len(lines) != 2 || !line.MatchString(lines[0]) || !line.MatchString(lines[1]) {
+		if len(lines) != 3 || slices.ContainsFunc(lines, func(l string) bool { return !line.MatchString(l) }) {
 			t.Fatalf("printed %q, want a line per archive", printed[i])
 		}
 
@@ -129,6 +130,30 @@ func TestWritesBothImages(t *testing.T) {
 		}
 		if !bytes.Equal(file(t, bb, "bin/busybox"), want) {
 			t.Errorf("busybox: bin/busybox differs from %s", busybox)
+		}
+
+		coredns := load(t, filepath.Join(out, "coredns.tar"), images.CoreDNSName)
+		if cf, err = coredns.ConfigFile(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cf.Config.Entrypoint, []string{"/coredns"}) || cf.Config.User != images.CoreDNSUser {
+			t.Errorf("coredns: entrypoint %q user %q", cf.Config.Entrypoint, cf.Config.User)
+		}
+		bin = filepath.Join(t.TempDir(), "coredns")
+		if err := os.WriteFile(bin, file(t, coredns, "coredns"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := images.CheckStatic(bin); err != nil {
+			t.Errorf("the image's /coredns: %v", err)
+		}
+		plugins, err := exec.Command(bin, "-plugins").Output()
+		if err != nil {
+			t.Fatalf("coredns -plugins: %v", err)
+		}
+		for _, p := range []string{"kubernetes", "forward", "hosts", "cache", "health", "ready", "prometheus", "loop", "reload", "errors"} {
+			if !slices.Contains(strings.Fields(string(plugins)), p) {
+				t.Errorf("coredns -plugins lists no %s:\n%s", p, plugins)
+			}
 		}
 	}
 	if printed[0] != printed[1] {

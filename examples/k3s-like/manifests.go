@@ -1,0 +1,596 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/harness"
+)
+
+// Packaged components, the k3s way: manifests embedded in the binary are
+// written to DATA_DIR/server/manifests at start, and every manifest there,
+// the user's too, is applied with server-side apply and again when it
+// changes. What each file applied is recorded in a ConfigMap, so that what
+// a file no longer holds, or a removed file held, is deleted.
+
+//go:embed manifests/*.yaml
+var packagedManifests embed.FS
+
+const (
+	manifestsName = "manifests" // the harness component
+	// deployManager is the field manager of everything applied.
+	deployManager = "k3s-like-deploy"
+	// manifestRecordPrefix names a file's record, kube-system/PREFIX+NAME.
+	manifestRecordPrefix = "k3s-like-manifest-"
+	manifestRecordLabel  = "kubeharness.io/k3s-like-manifest"
+	// corednsImage is images.CoreDNSName (TestCoreDNSImageIsTheImagesOne):
+	// this module does not require the images module, whose CoreDNS
+	// dependencies would move this module's versions.
+	corednsImage = "kubeharness.local/coredns:v1.15.0"
+	// manifestPoll is how often the directory is read again (k3s polls too).
+	manifestPoll = 15 * time.Second
+)
+
+// ourManifestHeader starts every packaged manifest k3s-like writes: a file
+// that starts with it is ours to overwrite or, when disabled, remove.
+const ourManifestHeader = "# Written by k3s-like at every start; create %s.yaml.skip to keep your own, or disable it with --disable %s.\n"
+
+// manifestValues are the packaged manifests' template variables.
+type manifestValues struct {
+	ClusterDNS    string   // the kube-dns Service's IP
+	ClusterDomain string   // the cluster's DNS domain
+	Image         string   // the CoreDNS image
+	Upstreams     []string // CoreDNS's forward targets; none by default
+}
+
+// manifestValues are this server's.
+func (o *serverOptions) manifestValues() manifestValues {
+	return manifestValues{ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, Image: corednsImage, Upstreams: o.dnsUpstreams}
+}
+
+func manifestsDir(dataDir string) string { return filepath.Join(dataDir, "server", "manifests") }
+
+// packagedNames are the packaged components, sorted: "coredns".
+func packagedNames() []string {
+	entries, _ := packagedManifests.ReadDir("manifests")
+	var names []string
+	for _, e := range entries {
+		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+// renderPackaged is the packaged manifest name with v, ours (it starts
+// with ourManifestHeader).
+func renderPackaged(name string, v manifestValues) ([]byte, error) {
+	text, err := packagedManifests.ReadFile(path.Join("manifests", name+".yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
+	}
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, ourManifestHeader, name, name)
+	if err := tmpl.Execute(&b, v); err != nil {
+		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// checkManifestFlags checks --disable and --cluster-dns-upstream.
+func (o *serverOptions) checkManifestFlags() error {
+	valid := packagedNames()
+	for _, n := range o.disable {
+		if !slices.Contains(valid, n) {
+			return fmt.Errorf("--disable=%s: not a packaged component; they are %s", n, strings.Join(valid, ", "))
+		}
+	}
+	for _, u := range o.dnsUpstreams {
+		if _, err := netip.ParseAddr(u); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddrPort(u); err == nil {
+			continue
+		}
+		if filepath.IsAbs(u) {
+			continue
+		}
+		return fmt.Errorf("--cluster-dns-upstream=%s: want an IP address, IP:port, or a resolv.conf path in the CoreDNS container such as /etc/resolv.conf", u)
+	}
+	return nil
+}
+
+// writePackaged writes each packaged manifest into dir (0600, atomically)
+// unless NAME.yaml.skip exists; a disabled one is not written, and
+// removed if the file there is ours.
+func writePackaged(dir string, v manifestValues, disabled []string, log logr.Logger) error {
+	for _, name := range packagedNames() {
+		file := filepath.Join(dir, name+".yaml")
+		if slices.Contains(disabled, name) {
+			if ours(file, name) {
+				if err := os.Remove(file); err != nil {
+					return fmt.Errorf("disabled %s: %w", name, err)
+				}
+				log.Info("Removed the packaged manifest of a disabled component", "file", file)
+			}
+			continue
+		}
+		if _, err := os.Stat(file + ".skip"); err == nil {
+			log.Info("Not writing a packaged manifest: a .skip file exists", "file", file)
+			continue
+		}
+		data, err := renderPackaged(name, v)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(file, data, 0o600); err != nil {
+			return fmt.Errorf("packaged manifest %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// ours reports whether the file holds a packaged manifest k3s-like wrote.
+func ours(file, name string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	return line == fmt.Sprintf(ourManifestHeader, name, name)
+}
+
+// isManifest reports whether a file name in the directory is a manifest
+// (not a .skip file, not a hidden or temporary file).
+func isManifest(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return !strings.HasPrefix(name, ".")
+	}
+	return false
+}
+
+// decodeManifest returns the objects of a YAML (multi-document) or JSON
+// manifest; a List's items are objects. An error names the file and the
+// document (counted from 1); a file with one is applied not at all.
+func decodeManifest(file string, data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []*unstructured.Unstructured
+	for doc := 1; ; doc++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		j, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
+			continue // empty, or only comments
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+		}
+		items := []*unstructured.Unstructured{obj}
+		if obj.IsList() {
+			list, err := obj.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
+			}
+			items = items[:0]
+			for i := range list.Items {
+				items = append(items, &list.Items[i])
+			}
+		}
+		for _, o := range items {
+			if o.GetAPIVersion() == "" || o.GetKind() == "" || o.GetName() == "" {
+				return nil, fmt.Errorf("%s: document %d: an object needs apiVersion, kind and metadata.name (got %q, %q, %q)", file, doc, o.GetAPIVersion(), o.GetKind(), o.GetName())
+			}
+			objs = append(objs, o)
+		}
+	}
+}
+
+// appliedObject is one object a file applied, as its record lists it.
+type appliedObject struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+func (a appliedObject) String() string {
+	if a.Namespace == "" {
+		return fmt.Sprintf("%s %s (%s)", a.Kind, a.Name, a.APIVersion)
+	}
+	return fmt.Sprintf("%s %s/%s (%s)", a.Kind, a.Namespace, a.Name, a.APIVersion)
+}
+
+// recordName is the name of a manifest file's record.
+func recordName(file string) string {
+	base := strings.ToLower(strings.TrimSuffix(file, filepath.Ext(file)))
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, base)
+	return strings.Trim(manifestRecordPrefix+name, "-.")
+}
+
+// deployer applies the manifests of one directory.
+type deployer struct {
+	dir    string
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+	log    logr.Logger
+	// applied is each file's checksum, once it applied without an error.
+	applied map[string]string
+	// lastErr is each file's last error, logged once.
+	lastErr map[string]string
+}
+
+// newDeployer is a deployer of dir with the admin kubeconfig's credentials.
+func newDeployer(dir, kubeconfig string, log logr.Logger) (*deployer, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = deployManager
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &deployer{
+		dir: dir, client: client, dyn: dyn, log: log,
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		applied: map[string]string{}, lastErr: map[string]string{},
+	}, nil
+}
+
+// addManifests adds the manifests component: once the apiserver is ready
+// it writes the packaged manifests, applies the directory, and polls it
+// for changes until stopped. It is ready after its first pass; errors
+// (named by file and object) are logged, never fatal.
+func (o *serverOptions) addManifests(h *harness.Harness) error {
+	synced := make(chan struct{})
+	return h.Add(&harness.Func{
+		ComponentName: manifestsName,
+		RunFunc: func(ctx context.Context) error {
+			log := logger().WithName(manifestsName)
+			dir := manifestsDir(o.dataDir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			if err := writePackaged(dir, o.manifestValues(), o.disable, log); err != nil {
+				return err
+			}
+			d, err := newDeployer(dir, o.adminKubeconfig(), log)
+			if err != nil {
+				return err
+			}
+			d.run(ctx, synced)
+			return nil
+		},
+		ReadyFunc: func(ctx context.Context) error {
+			select {
+			case <-synced:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	}, nil, components.APIServerName)
+}
+
+// run syncs until ctx ends, every manifestPoll, sooner after an error;
+// synced is closed after the first pass.
+func (d *deployer) run(ctx context.Context, synced chan<- struct{}) {
+	retry := 2 * time.Second
+	for first := true; ; first = false {
+		wait := manifestPoll
+		if err := d.sync(ctx); err != nil && ctx.Err() == nil {
+			wait = retry
+			retry = min(2*retry, manifestPoll)
+		} else {
+			retry = 2 * time.Second
+		}
+		if first {
+			close(synced)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sync applies each manifest of the directory that changed since it last
+// applied, and deletes what removed files applied. It returns whether
+// anything failed; each failure is logged once.
+func (d *deployer) sync(ctx context.Context) error {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return d.report("", err)
+	}
+	records, err := d.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: manifestRecordLabel})
+	if err != nil {
+		return d.report("", fmt.Errorf("listing the manifests' records: %w", err))
+	}
+	byName := map[string]*manifestRecord{}
+	for i := range records.Items {
+		r := parseRecord(records.Items[i].Name, records.Items[i].Data)
+		byName[r.name] = &r
+	}
+	var errs []error
+	present := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() || !isManifest(e.Name()) {
+			continue
+		}
+		name := e.Name()
+		rec := recordName(name)
+		if present[rec] {
+			errs = append(errs, d.report(name, fmt.Errorf("%s: another file of the directory has the same record %s: rename one", name, rec)))
+			continue
+		}
+		present[rec] = true
+		data, err := os.ReadFile(filepath.Join(d.dir, name))
+		if err != nil {
+			errs = append(errs, d.report(name, err))
+			continue
+		}
+		sum := sha256.Sum256(data)
+		checksum := hex.EncodeToString(sum[:])
+		if d.applied[name] == checksum {
+			continue
+		}
+		if err := d.applyFile(ctx, name, data, checksum, byName[rec]); err != nil {
+			errs = append(errs, d.report(name, err))
+			continue
+		}
+		d.applied[name] = checksum
+		d.report(name, nil)
+	}
+	for _, r := range byName {
+		if present[r.name] {
+			continue
+		}
+		if err := d.remove(ctx, r); err != nil {
+			errs = append(errs, d.report(r.file, err))
+			continue
+		}
+		delete(d.applied, r.file)
+	}
+	return errors.Join(errs...)
+}
+
+// report logs err once per file while it stays the same, and returns it.
+func (d *deployer) report(file string, err error) error {
+	if err == nil {
+		delete(d.lastErr, file)
+		return nil
+	}
+	if d.lastErr[file] != err.Error() {
+		d.log.Error(err, "Applying manifests; retrying", "dir", d.dir, "file", file)
+		d.lastErr[file] = err.Error()
+	}
+	return err
+}
+
+// manifestRecord is what a file applied: kube-system/NAME's data.
+type manifestRecord struct {
+	name, file, checksum string
+	objects              []appliedObject
+}
+
+func parseRecord(name string, data map[string]string) manifestRecord {
+	r := manifestRecord{name: name, file: data["file"], checksum: data["checksum"]}
+	_ = json.Unmarshal([]byte(data["objects"]), &r.objects) // a bad record deletes nothing
+	return r
+}
+
+// applyFile applies a file's objects, records them, and deletes what its
+// previous record (old, or nil) held and this one does not.
+func (d *deployer) applyFile(ctx context.Context, file string, data []byte, checksum string, old *manifestRecord) error {
+	if old != nil && old.file != "" && old.file != file {
+		return fmt.Errorf("%s: its record %s belongs to %s: rename one", file, old.name, old.file)
+	}
+	objs, err := decodeManifest(file, data)
+	if err != nil {
+		return err
+	}
+	applied, err := d.applyObjects(ctx, file, objs)
+	if err != nil {
+		return err
+	}
+	list, err := json.Marshal(applied)
+	if err != nil {
+		return err
+	}
+	rec := recordName(file)
+	if _, err := d.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Apply(ctx,
+		corev1ac.ConfigMap(rec, metav1.NamespaceSystem).
+			WithLabels(map[string]string{manifestRecordLabel: "true"}).
+			WithData(map[string]string{"file": file, "checksum": checksum, "objects": string(list)}),
+		metav1.ApplyOptions{FieldManager: deployManager, Force: true}); err != nil {
+		return fmt.Errorf("%s: recording what it applied in kube-system/%s: %w", file, rec, err)
+	}
+	if old != nil {
+		var errs []error
+		for _, o := range old.objects {
+			if !slices.Contains(applied, o) {
+				errs = append(errs, d.delete(ctx, file, o))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	d.log.Info("Applied manifest", "file", filepath.Join(d.dir, file), "objects", len(applied))
+	return nil
+}
+
+// applyObjects applies objs in order. An object whose kind or namespace is
+// not there yet (a CRD, a Namespace of the same file) is tried again, up
+// to three more times, the discovery cache reset.
+func (d *deployer) applyObjects(ctx context.Context, file string, objs []*unstructured.Unstructured) ([]appliedObject, error) {
+	applied := make([]appliedObject, len(objs))
+	pending := make([]int, len(objs))
+	for i := range objs {
+		pending[i] = i
+	}
+	var errs []error
+	for round := 0; len(pending) > 0 && round < 4; round++ {
+		if round > 0 {
+			d.mapper.Reset()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+		var again []int
+		errs = errs[:0]
+		for _, i := range pending {
+			a, err := d.applyObject(ctx, objs[i])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %s: %w", file, a, err))
+				if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+					again = append(again, i)
+				}
+				continue
+			}
+			applied[i] = a
+		}
+		if len(again) < len(errs) {
+			break // an error that a retry does not fix
+		}
+		pending = again
+	}
+	return applied, errors.Join(errs...)
+}
+
+// applyObject applies obj (namespaced in "default" if it names none) and
+// returns what it applied.
+func (d *deployer) applyObject(ctx context.Context, obj *unstructured.Unstructured) (appliedObject, error) {
+	a := appliedObject{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	gvk := obj.GroupVersionKind()
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		d.mapper.Reset()
+		m, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return a, err
+	}
+	var ri dynamic.ResourceInterface = d.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if a.Namespace == "" {
+			a.Namespace = metav1.NamespaceDefault
+			obj.SetNamespace(a.Namespace)
+		}
+		ri = d.dyn.Resource(m.Resource).Namespace(a.Namespace)
+	} else {
+		a.Namespace = ""
+		obj.SetNamespace("")
+	}
+	_, err = ri.Apply(ctx, a.Name, obj, metav1.ApplyOptions{FieldManager: deployManager, Force: true})
+	return a, err
+}
+
+// delete deletes one object a file applied; one already gone, or whose
+// kind is gone, is no error.
+func (d *deployer) delete(ctx context.Context, file string, o appliedObject) error {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return fmt.Errorf("%s: deleting %s: %w", file, o, err)
+	}
+	m, err := d.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
+	if meta.IsNoMatchError(err) {
+		d.mapper.Reset()
+		if m, err = d.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version); meta.IsNoMatchError(err) {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: deleting %s: %w", file, o, err)
+	}
+	var ri dynamic.ResourceInterface = d.dyn.Resource(m.Resource)
+	if o.Namespace != "" {
+		ri = d.dyn.Resource(m.Resource).Namespace(o.Namespace)
+	}
+	policy := metav1.DeletePropagationBackground
+	if err := ri.Delete(ctx, o.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: deleting %s: %w", file, o, err)
+	}
+	d.log.Info("Deleted an object its manifest no longer holds", "file", file, "object", o.String())
+	return nil
+}
+
+// remove deletes everything a removed file applied, then its record.
+func (d *deployer) remove(ctx context.Context, r *manifestRecord) error {
+	var errs []error
+	for _, o := range r.objects {
+		errs = append(errs, d.delete(ctx, r.file+" (removed)", o))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Delete(ctx, r.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s (removed): deleting its record kube-system/%s: %w", r.file, r.name, err)
+	}
+	d.log.Info("Deleted what a removed manifest applied", "file", filepath.Join(d.dir, r.file), "objects", len(r.objects))
+	return nil
+}
