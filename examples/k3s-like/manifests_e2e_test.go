@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,31 +35,6 @@ var coreDNSObjects = [][]string{
 	{"-n", "kube-system", "configmap", "k3s-like-manifest-coredns"}, // the record
 }
 
-// runsKubeProxy reports whether the binary runs kube-proxy (it has
-// --disable-kube-proxy): without it, no Service IP is routed, and
-// TestCoreDNSResolves routes the two it needs itself.
-func runsKubeProxy(t *testing.T) bool {
-	out, err := exec.Command(binary, "server", "--help").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return strings.Contains(string(out), "--disable-kube-proxy")
-}
-
-// routeService DNATs a Service's address and port to an endpoint in the
-// server's network namespace, as kube-proxy would (masquerading, so that
-// a Pod's reply from the same bridge comes back through the host).
-func (s *nodeServer) routeService(proto, service, endpoint string) {
-	s.t.Helper()
-	ns := []string{"-t", strconv.Itoa(s.pid), "-n", "iptables", "-w", "-t", "nat", "-I"}
-	dst, port, _ := strings.Cut(service, ":")
-	for _, rule := range [][]string{
-		{"PREROUTING", "1", "-p", proto, "-d", dst, "--dport", port, "-j", "DNAT", "--to-destination", endpoint},
-		{"POSTROUTING", "1", "-p", proto, "-m", "conntrack", "--ctstate", "DNAT", "--ctorigdst", dst, "-j", "MASQUERADE"},
-	} {
-		out, err := exec.Command("nsenter", append(ns, rule...)...).CombinedOutput()
-		require.NoError(s.t, err, "iptables %v: %s", rule, out)
-	}
-}
-
 // TestCoreDNSResolves: with the node, the packaged CoreDNS (the image
 // `make images` builds) becomes Ready; the kubelet gives Pods the kube-dns
 // Service's IP as their nameserver; from a busybox Pod the kubernetes
@@ -70,24 +43,14 @@ func (s *nodeServer) routeService(proto, service, endpoint string) {
 func TestCoreDNSResolves(t *testing.T) {
 	requireNodeHost(t)
 	busybox := busyboxImage(t)
-	// Pods reach the apiserver on the node's address.
-	s := startNodeServer(t, t.TempDir(), "--bind-address=0.0.0.0")
+	s := startNodeServer(t, t.TempDir())
 	const kubernetesIP = "10.43.0.1" // the first of --service-cidr
-	proxy := runsKubeProxy(t)
-	if !proxy {
-		t.Log("no kube-proxy in this binary: the test routes the kubernetes and kube-dns Services itself")
-		s.routeService("tcp", kubernetesIP+":443", nodeIP+":6443")
-	}
 	s.waitNodeReady(90 * time.Second)
 	s.waitFor("10.43.0.10", 60*time.Second, "-n", "kube-system", "get", "service", "kube-dns", "-o", "jsonpath={.spec.clusterIP}")
 	require.Equal(t, kubernetesIP, s.kubectl("get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"))
 	s.waitFor("1", 3*time.Minute, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}")
 	t.Logf("DNS CoreDNS Ready %.1fs after the start", time.Since(s.started).Seconds())
 	corednsIP := s.kubectl("-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o", "jsonpath={.items[0].status.podIP}")
-	if !proxy {
-		s.routeService("udp", "10.43.0.10:53", corednsIP+":53")
-		s.routeService("tcp", "10.43.0.10:53", corednsIP+":53")
-	}
 
 	s.apply(fmt.Sprintf(`apiVersion: v1
 kind: Pod
