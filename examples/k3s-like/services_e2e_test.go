@@ -92,7 +92,8 @@ func buildInCluster(t *testing.T) string {
 	return out
 }
 
-// kubectlIn runs `k3s-like kubectl` with the server's admin kubeconfig.
+// kubectlIn runs `k3s-like kubectl` with the server's admin kubeconfig
+// and returns its output and error (s.kubectl when it must succeed).
 func kubectlIn(s *server, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd := exec.Command(binary, append([]string{"kubectl", "--kubeconfig", filepath.Join(s.dataDir, "admin.kubeconfig")}, args...)...)
@@ -156,12 +157,7 @@ func testNodeServices(t *testing.T, mode string) {
 	started := time.Now()
 	s.start(extra...)
 	s.waitReady(3 * time.Minute)
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := kubectlIn(s, args...)
-		require.NoError(t, err, "kubectl %v: %s", args, out)
-		return out
-	}
+	kubectl := s.kubectl
 	manifest := filepath.Join(t.TempDir(), "services.yaml")
 	require.NoError(t, os.WriteFile(manifest, []byte(fmt.Sprintf(servicesManifest, busyboxImage(t), incluster)), 0o600))
 	require.Eventually(t, func() bool {
