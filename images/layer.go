@@ -82,7 +82,7 @@ func Layer(files []File) (v1.Layer, error) {
 	data := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
-	}, tarball.WithCompressionLevel(gzip.BestCompression), tarball.WithCompressedCaching)
+	}, tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
 }
 
 // normalize checks files and returns them with relative cleaned paths
