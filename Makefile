@@ -38,12 +38,13 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults faults-short test-example-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images
+.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin
 
 test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal
 
+# -race, as test-core builds: the core's dependencies are compiled once.
 vet:
-	$(GO) vet $(CORE_PKGS)
+	$(GO) vet -race $(CORE_PKGS)
 
 # race/ runs in its own target, so test-core leaves it out.
 test-core:
@@ -66,20 +67,23 @@ race-upstream:
 # k8s.io/component-base, apiserver and apimachinery (v0.34 to v0.37), each
 # from a temporary modfile, under -race, with a consumer per minor that must
 # stay on its minor (hack/test-minors.sh). go.mod requires the oldest.
-# Then every other Kubernetes minor of the components (K8S_MINORS but the
-# default): its modfiles are what hack/minor-modfile.sh generates, the
-# components' tests pass against it, and the rehearsal runs its k3s-like
-# binary, node and all. The whole k3s-like e2e suite at those minors is
-# test-example-minors, not part of make test (a cold make test must stay
-# under 75 minutes on 2 cores).
+# Then every other Kubernetes minor (K8S_MINORS but the default): its
+# modfiles are what hack/minor-modfile.sh generates, and the rehearsal runs
+# its k3s-like binary, node and all. The components' tests and the whole
+# k3s-like e2e suite at those minors are test-components-minors and
+# test-example-minors (test-all-minors runs both), not part of make test: a
+# cold make test must stay under 75 minutes on 2 cores.
 test-minors:
 	@bash hack/test-minors.sh
 	@bash hack/minor-modfile.sh --check
+	@$(MAKE) --no-print-directory rehearsal
+
+# The components' tests at every other minor.
+test-components-minors:
 	@for m in $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS)); do \
 		echo "== components against k8s.io/kubernetes $$m"; \
 		$(MAKE) --no-print-directory K8S_MINOR=$$m test-components || exit 1; \
 	done
-	@$(MAKE) --no-print-directory rehearsal
 
 # The k3s-like e2e suite (as make test runs it at the default minor) at
 # every other minor.
@@ -88,6 +92,8 @@ test-example-minors:
 		echo "== k3s-like against k8s.io/kubernetes $$m"; \
 		$(MAKE) --no-print-directory K8S_MINOR=$$m test-example || exit 1; \
 	done
+
+test-all-minors: test-components-minors test-example-minors
 
 # KEP-4330's upgrade and rollback with the real binaries on one data dir
 # (examples/k3s-like, TestUpgradeRehearsal): each older minor's binary, then
@@ -179,11 +185,16 @@ run: build
 images:
 	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
 
-# cmd/mkimages runs without -race: it is one goroutine, and compressing the
-# CoreDNS layer inside a -race test binary took 6x as long.
+# coredns and cmd/mkimages run without -race: coredns is upstream's server
+# with our plugin list (-race would instrument all of CoreDNS, 3.5 min cold),
+# mkimages is one goroutine (compressing the CoreDNS layer in a -race test
+# binary took 6x as long). -trimpath, as mkimages builds the programs, so
+# that CoreDNS is compiled once for vet, its test and the image.
+IMAGES_NORACE = /coredns$$|/cmd/mkimages$$
 test-images:
-	cd images && $(GO) vet ./... && $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /cmd/mkimages$$) && \
-		$(GO) test -count=1 ./cmd/mkimages/
+	cd images && $(GO) vet -trimpath ./... && \
+		$(GO) test -race -count=1 $$($(GO) list ./... | grep -Ev '$(IMAGES_NORACE)') && \
+		$(GO) test -trimpath -count=1 $$($(GO) list ./... | grep -E '$(IMAGES_NORACE)')
 
 # The adapters for the real components (separate module; each control-plane
 # start in a fresh process; not -race: see components/README.md).
@@ -225,6 +236,17 @@ faults-short: build
 
 print-ldflags:
 	@echo '$(K8S_LDFLAGS)'
+
+# Upstream's conformance suite of K8S_MINOR (conformance/, its own module,
+# which requires the components module so that the suite is built against
+# the same dependencies as the components it tests): bin/e2e.test-MINOR,
+# `go test -c k8s.io/kubernetes/test/e2e` as upstream builds it, and
+# bin/ginkgo-MINOR, the ginkgo command of the version the suite links.
+E2E_TEST := $(CURDIR)/bin/e2e.test-$(K8S_MINOR)
+GINKGO := $(CURDIR)/bin/ginkgo-$(K8S_MINOR)
+conformance-bin:
+	cd conformance && $(GO) test $(K8S_FLAGS) -c -o $(E2E_TEST) -ldflags "$(K8S_LDFLAGS)" k8s.io/kubernetes/test/e2e
+	cd conformance && $(GO) build $(K8S_FLAGS) -o $(GINKGO) github.com/onsi/ginkgo/v2/ginkgo
 
 # The staging replace block is pinned in components/go.mod; copies must match.
 check-replaces:

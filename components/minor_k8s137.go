@@ -4,7 +4,7 @@ package components
 
 // Upstream differences between the Kubernetes minors the adapters build
 // against live in these two files, selected by the build tag k8s1_36 (set by
-// make test-minors with components/go.k8s-1.36.mod); without it, v1.37.
+// make K8S_MINOR=1.36 with components/go.k8s-1.36.mod); without it, v1.37.
 
 import (
 	"k8s.io/client-go/tools/cache"

@@ -19,6 +19,8 @@
 #     differs from k3s-like's default build. A replace is needed: the
 #     components module is a local replace, so Go reads its go.mod (the
 #     default minor's) and would raise every shared module to it.
+#   - conformance/go.k8s-1.36.mod (.sum): the same for the module of
+#     upstream's e2e.test.
 #
 # The modfiles are each minor's one pin: its versions are written nowhere
 # else (the Makefile reads them from there). Build with
@@ -51,7 +53,21 @@ generate() {
   go mod tidy -modfile="$c"
   go list -modfile="$c" -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/components"
 
-  cd "$root/examples/k3s-like"
+  follow "$root/examples/k3s-like" "$minor" "$k8s" "$suffix"
+  go mod edit -modfile="go.k8s-$minor$suffix.mod" -require="github.com/containerd/containerd/v2@v$containerd"
+  go mod tidy -modfile="go.k8s-$minor$suffix.mod"
+  follow "$root/conformance" "$minor" "$k8s" "$suffix"
+  go mod tidy -modfile="go.k8s-$minor$suffix.mod"
+}
+
+# follow DIR MINOR K8S SUFFIX: in DIR, a module that requires the components
+# module (a local replace), writes the modfile of MINOR: its go.mod without
+# indirect requirements and with every module replaced by its version in the
+# components' build of MINOR ($tmp/components) where that differs from DIR's
+# default build, for the caller to tidy. Leaves the working directory at DIR.
+follow() {
+  local dir=$1 minor=$2 k8s=$3 suffix=$4
+  cd "$dir"
   local k=go.k8s-$minor$suffix.mod
   go list -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/default"
   {
@@ -63,17 +79,15 @@ generate() {
     join "$tmp/components" "$tmp/default" | awk '$2 != $3 { printf "\t%s => %s %s\n", $1, $1, $2 }'
     echo ")"
   } > "$k"
-  cat go.sum "$root/components/${c%.mod}.sum" | sort -u > "${k%.mod}.sum"
-  go mod edit -modfile="$k" -require="github.com/containerd/containerd/v2@v$containerd"
-  go mod tidy -modfile="$k"
+  cat go.sum "$root/components/go.k8s-$minor$suffix.sum" | sort -u > "${k%.mod}.sum"
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f "$root"/components/go.k8s-*.check.{mod,sum} "$root"/examples/k3s-like/go.k8s-*.check.{mod,sum}' EXIT
+trap 'rm -rf "$tmp"; rm -f "$root"/{components,examples/k3s-like,conformance}/go.k8s-*.check.{mod,sum}' EXIT
 
 if [ "${1:-}" != --check ]; then
   generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" ""
-  echo "wrote components/go.k8s-${1%.*}.mod and examples/k3s-like/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
+  echo "wrote components/, examples/k3s-like/ and conformance/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
   exit 0
 fi
 
@@ -85,7 +99,7 @@ for m in "$root"/components/go.k8s-*.mod; do
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2; exit }' "$m")
   containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/examples/k3s-like/go.k8s-$minor.mod")
   generate "$k8s" "$etcd" "$containerd" .check
-  for f in "$root/components/go.k8s-$minor" "$root/examples/k3s-like/go.k8s-$minor"; do
+  for f in "$root"/{components,examples/k3s-like,conformance}/go.k8s-$minor; do
     if ! diff -q "$f.mod" "$f.check.mod" >/dev/null; then
       echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd generates: run it" >&2
       diff "$f.mod" "$f.check.mod" >&2 || true
