@@ -15,8 +15,8 @@ import (
 
 // TestGates: the three gates the tests turn on are, in the k8s.io/kubernetes
 // this test is built with (1.37 by default, 1.36 under make
-// test-components-minors), registered, alpha, off by default, off now, without dependencies, and
-// distinct, one per component.
+// test-components-minors), registered, alpha, off by default, off now,
+// without dependencies, and distinct, one per component.
 func TestGates(t *testing.T) {
 	all := utilfeature.DefaultMutableFeatureGate.GetAll()
 	deps := utilfeature.DefaultMutableFeatureGate.Dependencies()
