@@ -43,6 +43,7 @@ type nodeOptions struct {
 	kubeProxyArgs   []string
 	disableProxy    bool
 	cleanupOnStop   bool
+	privateRegistry string
 }
 
 // addNodeFlags adds the node's flags; a server's has --disable-agent too.
@@ -57,6 +58,7 @@ func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, server bool) {
 	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "Use this existing CRI socket instead of running containerd from this binary")
 	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
 	f.BoolVar(&o.disableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
+	f.StringVar(&o.privateRegistry, "private-registry", "", "Registry mirrors, k3s's registries.yaml (mirrors.HOST.endpoint: [URL, ...]), for the containerd of this binary (default "+defaultRegistriesFile+", if it exists)")
 	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy and the kubelet made (KUBE-* iptables chains, kube-proxy's nftables tables); by default they stay, as upstream's, so that Services keep answering across a restart")
 }
 
@@ -314,6 +316,14 @@ func (c nodeConfig) prepareRuntime() error {
 		return nil
 	}
 	d := newNodeDirs(c.dataDir)
+	regFile := c.opts.privateRegistry
+	if regFile == "" {
+		regFile = defaultRegistriesFile
+	}
+	regs, err := loadRegistries(regFile, c.opts.privateRegistry != "")
+	if err != nil {
+		return err
+	}
 	for _, dir := range []string{d.bin, d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -330,13 +340,17 @@ func (c nodeConfig) prepareRuntime() error {
 			return err
 		}
 	}
+	if err := writeHostsDir(d.hostsDir(), regs); err != nil {
+		return err
+	}
 	return writeFileAtomic(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
 }
 
 // containerdConfig is containerd's configuration for the node: its state
 // and sockets under d.run, its images and snapshots under the data dir,
 // the CRI with the project's sandbox image, runc from the host, the
-// cgroupfs driver, the CNI plugins of this binary.
+// cgroupfs driver, the CNI plugins of this binary, registry mirrors from
+// d.hostsDir() only (not the host's /etc/containerd/certs.d).
 func containerdConfig(d nodeDirs) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return fmt.Sprintf(`version = 3
@@ -355,11 +369,14 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
   [plugins."io.containerd.shim.v1.manager"]
     socket_dir = %s
   [plugins."io.containerd.transfer.v1.local"]
+    config_path = %s
     [[plugins."io.containerd.transfer.v1.local".unpack_config]]
       platform = %s
       snapshotter = %q
   [plugins."io.containerd.cri.v1.images"]
     snapshotter = %q
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = %s
     [plugins."io.containerd.cri.v1.images".pinned_images]
       sandbox = %q
   [plugins."io.containerd.cri.v1.runtime"]
@@ -380,7 +397,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
 `, q(filepath.Join(d.agent, "containerd")), q(filepath.Join(d.run, "state")), q(d.socket()), q(d.socket()+".ttrpc"),
-		q(filepath.Join(d.agent, "opt")), q(filepath.Join(d.run, "s")), q(platforms.DefaultString()), snapshotter, snapshotter, sandboxImage,
+		q(filepath.Join(d.agent, "opt")), q(filepath.Join(d.run, "s")), q(d.hostsDir()), q(platforms.DefaultString()), snapshotter, snapshotter, q(d.hostsDir()), sandboxImage,
 		q(filepath.Join(d.bin, shimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
 }
 
