@@ -38,7 +38,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin
+.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance
 
 test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal
 
@@ -247,6 +247,35 @@ GINKGO := $(CURDIR)/bin/ginkgo-$(K8S_MINOR)
 conformance-bin:
 	cd conformance && $(GO) test $(K8S_FLAGS) -c -o $(E2E_TEST) -ldflags "$(K8S_LDFLAGS)" k8s.io/kubernetes/test/e2e
 	cd conformance && $(GO) build $(K8S_FLAGS) -o $(GINKGO) github.com/onsi/ginkgo/v2/ginkgo
+	cd conformance && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bin/results ./cmd/results
+	cd images && $(GO) build -o $(CURDIR)/bin/e2eimages ./cmd/e2eimages
+
+# The images of K8S_MINOR's e2e suite (images/cmd/e2eimages), listed by
+# `e2e.test --list-images`, built from the minor's sources (conformance/'s
+# build list) and Debian packages (downloaded once into .cache/conformance/debs)
+# under their upstream names, into .cache/conformance/images-MINOR, with
+# IMAGES.txt saying of each name what it is or why it is not built. An
+# archive whose inputs did not change is not written again.
+CONFORMANCE_CACHE := $(CURDIR)/.cache/conformance
+E2E_IMAGES := $(CONFORMANCE_CACHE)/images-$(K8S_MINOR)
+conformance-images: conformance-bin
+	mkdir -p $(E2E_IMAGES)
+	$(E2E_TEST) --list-images | sort > $(E2E_IMAGES)/list.txt
+	cd images && $(CURDIR)/bin/e2eimages -go $(GO) -list $(E2E_IMAGES)/list.txt -out $(E2E_IMAGES) \
+		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(CONFORMANCE_CACHE)/debs
+
+# make conformance: the whole [Conformance] suite of K8S_MINOR against
+# k3s-like and its node in a network namespace of their own
+# (hack/conformance.sh), skipping by name what conformance/skip-MINOR.txt
+# lists with its reason; writes conformance/RESULTS-MINOR.md and
+# conformance/junit-MINOR.xml (the run's files stay in .cache/conformance/run-MINOR).
+# Not part of make test (hours on two cores); conformance-fast is.
+CONFORMANCE_RUN = K3S_LIKE=$(K3S_LIKE) E2E_TEST=$(E2E_TEST) GINKGO=$(GINKGO) IMAGES=$(E2E_IMAGES) \
+	E2EIMAGES=$(CURDIR)/bin/e2eimages RESULTS=$(CURDIR)/bin/results SKIP=$(CURDIR)/conformance/skip-$(K8S_MINOR).txt
+conformance: build conformance-images
+	$(CONFORMANCE_RUN) RESULTS_MD=$(CURDIR)/conformance/RESULTS-$(K8S_MINOR).md \
+		bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/run-$(K8S_MINOR); \
+		status=$$?; cp $(CONFORMANCE_CACHE)/run-$(K8S_MINOR)/junit.xml conformance/junit-$(K8S_MINOR).xml; exit $$status
 
 # The staging replace block is pinned in components/go.mod; copies must match.
 check-replaces:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -69,9 +70,21 @@ func Build(spec Spec) (v1.Image, error) {
 // (made if missing) and renames it into place, so a reader never sees half
 // an archive; the file is 0644.
 func Write(path, ref string, img v1.Image) error {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return fmt.Errorf("image name %q: %w", ref, err)
+	return WriteRefs(path, []string{ref}, img)
+}
+
+// WriteRefs is [Write] with img tagged under each of refs (at least one).
+func WriteRefs(path string, refs []string, img v1.Image) error {
+	if len(refs) == 0 {
+		return fmt.Errorf("image archive %s: no image name", path)
+	}
+	tags := map[name.Tag]v1.Image{}
+	for _, ref := range refs {
+		tag, err := name.NewTag(ref, name.StrictValidation)
+		if err != nil {
+			return fmt.Errorf("image name %q: %w", ref, err)
+		}
+		tags[tag] = img
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -82,7 +95,7 @@ func Write(path, ref string, img v1.Image) error {
 		return fmt.Errorf("image archive %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	err = tarball.Write(tag, img, tmp)
+	err = tarball.MultiWrite(tags, tmp)
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
@@ -96,7 +109,7 @@ func Write(path, ref string, img v1.Image) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("image archive %s (%s): %w", path, ref, err)
+		return fmt.Errorf("image archive %s (%s): %w", path, strings.Join(refs, ", "), err)
 	}
 	return nil
 }

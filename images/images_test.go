@@ -405,3 +405,37 @@ func TestCheckStatic(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRefs: one archive, the same image under every name; no name is
+// an error.
+func TestWriteRefs(t *testing.T) {
+	img, err := images.Build(images.Spec{Files: []images.File{{Path: "/x", Mode: 0o644, Data: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "two.tar")
+	refs := []string{"registry.k8s.io/e2e-test-images/nginx:1.27.0-2", "registry.k8s.io/e2e-test-images/nginx:1.28.0-2"}
+	if err := images.WriteRefs(path, refs, img); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		tag, err := name.NewTag(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tarball.ImageFromPath(path, &tag)
+		if err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		if d, err := got.Digest(); err != nil || d != want {
+			t.Errorf("%s: digest %v (%v), want %v", r, d, err, want)
+		}
+	}
+	if err := images.WriteRefs(filepath.Join(t.TempDir(), "none.tar"), nil, img); err == nil {
+		t.Error("WriteRefs with no name: no error")
+	}
+}

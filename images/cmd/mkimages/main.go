@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -144,24 +143,14 @@ func debianVersion(ctx context.Context, pkg string) (string, error) {
 	return v, nil
 }
 
-// buildStatic builds the program pkg (called name in errors) static,
-// stripped and reproducible (-trimpath, no VCS stamp) and returns the binary.
+// buildStatic builds the program pkg (called name in errors) of this
+// module (mkimages runs in the images module).
 func buildStatic(ctx context.Context, goCmd, name, pkg string) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "mkimages-")
+	b, err := images.GoBuild(ctx, goCmd, ".", pkg, nil)
 	if err != nil {
-		return nil, fmt.Errorf("building the %s program: %w", name, err)
+		return nil, fmt.Errorf("the %s program (run mkimages from the images module): %w", name, err)
 	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the %s program (%s; run mkimages from the images module): %w\n%s", name, strings.Join(cmd.Args, " "), err, out)
-	}
-	if err := images.CheckStatic(bin); err != nil {
-		return nil, fmt.Errorf("the %s program: %w", name, err)
-	}
-	return os.ReadFile(bin)
+	return b, nil
 }
 
 // write builds spec, writes it to path tagged name and prints what it wrote.
