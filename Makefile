@@ -38,7 +38,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance
+.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal
 
@@ -239,11 +239,12 @@ print-ldflags:
 
 # Upstream's conformance suite of K8S_MINOR (conformance/, its own module,
 # which requires the components module so that the suite is built against
-# the same dependencies as the components it tests): bin/e2e.test-MINOR,
-# `go test -c k8s.io/kubernetes/test/e2e` as upstream builds it, and
-# bin/ginkgo-MINOR, the ginkgo command of the version the suite links.
-E2E_TEST := $(CURDIR)/bin/e2e.test-$(K8S_MINOR)
-GINKGO := $(CURDIR)/bin/ginkgo-$(K8S_MINOR)
+# the same dependencies as the components it tests): bin/e2e-MINOR/e2e.test,
+# `go test -c k8s.io/kubernetes/test/e2e` as upstream builds it (ginkgo finds
+# a compiled suite by that name), bin/e2e-MINOR/ginkgo, the ginkgo command of
+# the version the suite links, and the commands of make conformance.
+E2E_TEST := $(CURDIR)/bin/e2e-$(K8S_MINOR)/e2e.test
+GINKGO := $(CURDIR)/bin/e2e-$(K8S_MINOR)/ginkgo
 conformance-bin:
 	cd conformance && $(GO) test $(K8S_FLAGS) -c -o $(E2E_TEST) -ldflags "$(K8S_LDFLAGS)" k8s.io/kubernetes/test/e2e
 	cd conformance && $(GO) build $(K8S_FLAGS) -o $(GINKGO) github.com/onsi/ginkgo/v2/ginkgo
@@ -254,8 +255,9 @@ conformance-bin:
 # `e2e.test --list-images`, built from the minor's sources (conformance/'s
 # build list) and Debian packages (downloaded once into .cache/conformance/debs)
 # under their upstream names, into .cache/conformance/images-MINOR, with
-# IMAGES.txt saying of each name what it is or why it is not built. An
-# archive whose inputs did not change is not written again.
+# IMAGES.txt saying of each name what it is or why it is not built (an
+# archive whose inputs did not change is not written again); and the node's
+# own images (make images) into its node/.
 CONFORMANCE_CACHE := $(CURDIR)/.cache/conformance
 E2E_IMAGES := $(CONFORMANCE_CACHE)/images-$(K8S_MINOR)
 conformance-images: conformance-bin
@@ -263,6 +265,7 @@ conformance-images: conformance-bin
 	$(E2E_TEST) --list-images | sort > $(E2E_IMAGES)/list.txt
 	cd images && $(CURDIR)/bin/e2eimages -go $(GO) -list $(E2E_IMAGES)/list.txt -out $(E2E_IMAGES) \
 		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(CONFORMANCE_CACHE)/debs
+	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node
 
 # make conformance: the whole [Conformance] suite of K8S_MINOR against
 # k3s-like and its node in a network namespace of their own
@@ -276,6 +279,20 @@ conformance: build conformance-images
 	$(CONFORMANCE_RUN) RESULTS_MD=$(CURDIR)/conformance/RESULTS-$(K8S_MINOR).md \
 		bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/run-$(K8S_MINOR); \
 		status=$$?; cp $(CONFORMANCE_CACHE)/run-$(K8S_MINOR)/junit.xml conformance/junit-$(K8S_MINOR).xml; exit $$status
+
+# make conformance-fast: a few [Conformance] specs through the same run (Pod
+# to Pod, a Service, DNS, an admission webhook, the aggregator, an image
+# volume pulled through the node's registry mirror), so that make test
+# catches a regression of what the whole suite needs; the run's files in
+# .cache/conformance/fast-MINOR.
+CONFORMANCE_FAST := \[sig-network\] Networking Granular Checks: Pods should function for intra-pod communication: http \[|\
+\[sig-network\] Services should serve a basic endpoint from pods \[|\
+\[sig-network\] DNS should provide DNS for services \[|\
+\[sig-api-machinery\] AdmissionWebhook \[Privileged:ClusterAdmin\] should be able to deny pod and configmap creation \[|\
+\[sig-api-machinery\] Aggregator Should be able to support the 1.17 Sample API Server using the current Aggregator \[|\
+\[sig-node\] ImageVolume should succeed with pod and pull policy of Always \[
+conformance-fast: build conformance-images
+	$(CONFORMANCE_RUN) FOCUS='$(CONFORMANCE_FAST)' bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/fast-$(K8S_MINOR)
 
 # The staging replace block is pinned in components/go.mod; copies must match.
 check-replaces:

@@ -40,7 +40,7 @@ var recipes = map[string]struct {
 	note string
 }{
 	"registry.k8s.io/pause":            {pauseImage, "the project's pause program (images/pause)"},
-	e2eRepo + "agnhost":                {agnhostImage, "agnhost from the minor's own source at the tag's version; userland from Debian (busybox-static as /bin/sh, curl, netcat-openbsd, bind9-dnsutils, getent, bash, socat) instead of Alpine"},
+	e2eRepo + "agnhost":                {agnhostImage, "agnhost from the minor's own source at the tag's version; userland from Debian (busybox-static's applets, bash as /bin/sh, curl, netcat-openbsd, bind9-dnsutils, getent, bash, socat) instead of Alpine"},
 	e2eRepo + "busybox":                {busyboxImage, "Debian's busybox-static (1.35) instead of busybox 1.37"},
 	e2eRepo + "nginx":                  {nginxImage, "Debian's nginx (1.22) instead of nginx on Alpine; no conformance test sends it a request"},
 	e2eRepo + "glibc-dns-testing":      {dnsTestingImage, "Debian bookworm's dash, coreutils, bash, dig and getent, as upstream's (debian:bookworm-slim + dnsutils), without /coredns (no conformance test runs it)"},

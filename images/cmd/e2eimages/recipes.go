@@ -257,8 +257,8 @@ func busyboxImage(ctx context.Context, b *builder, _, _ string) (images.Spec, er
 }
 
 // agnhostUserland is the Debian part of agnhost: busybox-static's applets
-// as /bin/APPLET (sh among them) except where a Debian program below has
-// the name, curl, netcat-openbsd as nc, dig, nslookup, getent, bash, socat.
+// as /bin/APPLET except where a Debian program below has the name, curl,
+// netcat-openbsd as nc, dig, nslookup, getent, bash (as /bin/sh too), socat.
 func agnhostUserland(ctx context.Context, b *builder) ([]images.File, []string, error) {
 	programs := []string{"/bin/busybox", "/usr/bin/curl", "/bin/nc.openbsd", "/usr/bin/dig", "/usr/bin/nslookup", "/usr/bin/getent", "/bin/bash", "/usr/bin/socat"}
 	files, versions, err := b.debian(ctx, []string{"busybox-static", "curl", "netcat-openbsd", "bind9-dnsutils", "libc-bin", "bash", "socat"}, programs...)
@@ -273,11 +273,16 @@ func agnhostUserland(ctx context.Context, b *builder) ([]images.File, []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	taken := map[string]bool{"nc": true, "busybox": true}
+	// Debian's busybox-static runs its own applets before PATH's programs
+	// (a standalone shell): as /bin/sh it would run its nc, not netcat's.
+	// bash is /bin/sh, as ash is upstream's (and has its [[ ]] and $RANDOM).
+	taken := map[string]bool{"nc": true, "busybox": true, "sh": true}
 	for _, p := range programs {
 		taken[path.Base(p)] = true
 	}
-	files = append(files, images.File{Path: "/bin/nc", Mode: fs.ModeSymlink | 0o777, Target: "nc.openbsd"})
+	files = append(files,
+		images.File{Path: "/bin/nc", Mode: fs.ModeSymlink | 0o777, Target: "nc.openbsd"},
+		images.File{Path: "/bin/sh", Mode: fs.ModeSymlink | 0o777, Target: "bash"})
 	for _, a := range applets {
 		if !taken[a] && !strings.ContainsAny(a, "/\x00") {
 			files = append(files, images.File{Path: "/bin/" + a, Mode: fs.ModeSymlink | 0o777, Target: "busybox"})
