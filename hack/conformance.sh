@@ -10,7 +10,7 @@
 # e2eimages; E2EIMAGES: the e2eimages command (its -serve is the node's
 # registry mirror, for the tests that pull with Always); RESULTS: the results
 # command; SKIP: the skip list (name<TAB>reason); PROCS: ginkgo's parallelism;
-# FOCUS: the specs to run (default every [Conformance] spec; `make
+# TIMEOUT: ginkgo's (default 4h); FOCUS: the specs to run (default every [Conformance] spec; `make
 # conformance-fast` narrows it to a few). Writes OUTDIR/report.json,
 # OUTDIR/junit.xml, OUTDIR/k3s-like.log, OUTDIR/e2e.log and RESULTS_MD
 # (default OUTDIR/RESULTS.md).
@@ -87,7 +87,7 @@ done
 echo "conformance: k3s-like $minor ready; running $FOCUS with $PROCS processes"
 
 skip=$("$RESULTS" -skip-regexp -skip "$SKIP")
-args=(--procs="$PROCS" --timeout=4h --poll-progress-after=10m --no-color --silence-skips --focus="$FOCUS"
+args=(--procs="$PROCS" --timeout="${TIMEOUT:-4h}" --poll-progress-after=10m --no-color --silence-skips --focus="$FOCUS"
   --json-report=report.json --junit-report=junit.xml --output-dir="$out")
 [ -z "$skip" ] || args+=(--skip="$skip")
 started=$(date -u +%FT%TZ)
