@@ -40,7 +40,7 @@ IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
 .PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
-test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal
+test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal conformance-fast
 
 # -race, as test-core builds: the core's dependencies are compiled once.
 vet:
@@ -253,18 +253,20 @@ conformance-bin:
 
 # The images of K8S_MINOR's e2e suite (images/cmd/e2eimages), listed by
 # `e2e.test --list-images`, built from the minor's sources (conformance/'s
-# build list) and Debian packages (downloaded once into .cache/conformance/debs)
-# under their upstream names, into .cache/conformance/images-MINOR, with
+# build list) and Debian packages (downloaded once into KUBEHARNESS_CACHE/debs,
+# default ~/.cache/kubeharness, kept across clones) under their upstream
+# names, into KUBEHARNESS_CACHE/conformance-images-MINOR, with
 # IMAGES.txt saying of each name what it is or why it is not built (an
 # archive whose inputs did not change is not written again); and the node's
 # own images (make images) into its node/.
 CONFORMANCE_CACHE := $(CURDIR)/.cache/conformance
-E2E_IMAGES := $(CONFORMANCE_CACHE)/images-$(K8S_MINOR)
+KUBEHARNESS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubeharness
+E2E_IMAGES := $(KUBEHARNESS_CACHE)/conformance-images-$(K8S_MINOR)
 conformance-images: conformance-bin
 	mkdir -p $(E2E_IMAGES)
 	$(E2E_TEST) --list-images | sort > $(E2E_IMAGES)/list.txt
 	cd images && $(CURDIR)/bin/e2eimages -go $(GO) -list $(E2E_IMAGES)/list.txt -out $(E2E_IMAGES) \
-		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(CONFORMANCE_CACHE)/debs
+		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(KUBEHARNESS_CACHE)/debs
 	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node
 
 # make conformance: the whole [Conformance] suite of K8S_MINOR against
