@@ -40,19 +40,83 @@ func Fetch(ctx context.Context, cacheDir string, pkgs ...string) ([]Package, err
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("deb cache %s: %w", cacheDir, err)
 	}
+	// One apt-cache policy and one apt-cache show for all (each run reads
+	// apt's whole cache); if that fails, package by package, for the error
+	// naming the one at fault.
+	resolved, batchErr := resolveAll(ctx, pkgs)
 	out := make([]Package, 0, len(pkgs))
-	for _, spec := range pkgs {
-		p, err := fetch(ctx, cacheDir, spec)
-		if err != nil {
-			return nil, err
+	for i, spec := range pkgs {
+		var p Package
+		if batchErr == nil {
+			p = resolved[i]
+		} else {
+			var err error
+			if p, err = resolve(ctx, spec); err != nil {
+				return nil, err
+			}
+		}
+		p.File = filepath.Join(cacheDir, debFileName(p.Name, p.Version, p.Arch))
+		if sum, serr := fileSHA256(p.File); serr != nil || sum != p.SHA256 {
+			if derr := download(ctx, cacheDir, p); derr != nil {
+				return nil, fmt.Errorf("package %s=%s: %w", p.Name, p.Version, derr)
+			}
 		}
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-// fetch is Fetch for one package.
-func fetch(ctx context.Context, cacheDir, spec string) (Package, error) {
+// resolveAll is resolve for every spec, with one apt-cache policy and one
+// apt-cache show.
+func resolveAll(ctx context.Context, specs []string) ([]Package, error) {
+	names := make([]string, len(specs))
+	versions := make([]string, len(specs))
+	var unpinned []string
+	for i, spec := range specs {
+		name, version, pinned := strings.Cut(spec, "=")
+		if !validName(name) || (pinned && !validVersion(version)) {
+			return nil, fmt.Errorf("package %q: not a Debian package name, or name=version", spec)
+		}
+		names[i], versions[i] = name, version
+		if !pinned {
+			unpinned = append(unpinned, name)
+		}
+	}
+	if len(unpinned) > 0 {
+		out, err := run(ctx, "", "apt-cache", append([]string{"policy"}, unpinned...)...)
+		if err != nil {
+			return nil, err
+		}
+		for i, spec := range specs {
+			if !strings.Contains(spec, "=") {
+				if versions[i], err = parseCandidate(out, names[i]); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	args := []string{"show"}
+	for i := range specs {
+		args = append(args, names[i]+"="+versions[i])
+	}
+	out, err := run(ctx, "", "apt-cache", args...)
+	if err != nil {
+		return nil, err
+	}
+	pkgs := make([]Package, len(specs))
+	for i := range specs {
+		rec, err := parseRecord(out, names[i], versions[i])
+		if err != nil {
+			return nil, err
+		}
+		pkgs[i] = Package{Name: names[i], Version: versions[i], Arch: rec.arch, SHA256: rec.sha256}
+	}
+	return pkgs, nil
+}
+
+// resolve is the version (given, or apt's candidate), architecture and
+// SHA256 of one package; errors name it.
+func resolve(ctx context.Context, spec string) (Package, error) {
 	name, version, pinned := strings.Cut(spec, "=")
 	if !validName(name) || (pinned && !validVersion(version)) {
 		return Package{}, fmt.Errorf("package %q: not a Debian package name, or name=version", spec)
@@ -74,15 +138,7 @@ func fetch(ctx context.Context, cacheDir, spec string) (Package, error) {
 	if err != nil {
 		return Package{}, fmt.Errorf("package %s=%s: %w", name, version, err)
 	}
-	p := Package{Name: name, Version: version, Arch: rec.arch, SHA256: rec.sha256,
-		File: filepath.Join(cacheDir, debFileName(name, version, rec.arch))}
-	if sum, err := fileSHA256(p.File); err == nil && sum == p.SHA256 {
-		return p, nil
-	}
-	if err := download(ctx, cacheDir, p); err != nil {
-		return Package{}, fmt.Errorf("package %s=%s: %w", name, version, err)
-	}
-	return p, nil
+	return Package{Name: name, Version: version, Arch: rec.arch, SHA256: rec.sha256}, nil
 }
 
 // download runs apt-get download for p in a temporary directory of

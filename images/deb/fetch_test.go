@@ -97,7 +97,8 @@ func TestDebFileName(t *testing.T) {
 }
 
 // fakeApt puts apt-cache and apt-get scripts first in PATH: apt-cache
-// prints dir/policy/NAME or dir/show/NAME=VERSION, apt-get download copies
+// prints dir/policy/NAME or dir/show/NAME=VERSION for each of its
+// arguments (and logs them to dir/apt-cache.log), apt-get download copies
 // dir/debs/NAME=VERSION into its working directory; apt-get logs
 // "$LC_ALL $*" to dir/apt-get.log.
 func fakeApt(t *testing.T, dir string) {
@@ -105,11 +106,14 @@ func fakeApt(t *testing.T, dir string) {
 	bin := t.TempDir()
 	scripts := map[string]string{
 		"apt-cache": `#!/bin/sh
-f="$FAKE_APT/$1/$2"
-if [ -f "$f" ]; then cat "$f"; exit 0; fi
-[ "$1" = policy ] && exit 0
-echo "E: No packages found" >&2
-exit 100
+echo "$*" >>"$FAKE_APT/apt-cache.log"
+cmd=$1; shift
+status=0
+for a in "$@"; do
+  f="$FAKE_APT/$cmd/$a"
+  if [ -f "$f" ]; then cat "$f"; echo; elif [ "$cmd" != policy ]; then echo "E: No packages found" >&2; status=100; fi
+done
+exit $status
 `,
 		"apt-get": `#!/bin/sh
 echo "$LC_ALL $*" >>"$FAKE_APT/apt-get.log"
@@ -202,6 +206,19 @@ func TestFetch(t *testing.T) {
 	fetchOne("kh-fetch")
 	if c := calls(); len(c) != 2 {
 		t.Errorf("apt-get calls %q: the corrupt cached file was not fetched again", c)
+	}
+
+	// Several packages: one apt-cache policy (of the unpinned) and one
+	// apt-cache show for all of them.
+	log := filepath.Join(fake, "apt-cache.log")
+	if err := os.Remove(log); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Fetch(ctx, cache, "kh-fetch", "kh-fetch=1:1.0-1"); err != nil || len(got) != 2 || got[0] != want || got[1] != want {
+		t.Fatalf("Fetch of two: %+v, %v", got, err)
+	}
+	if b, err := os.ReadFile(log); err != nil || string(b) != "policy kh-fetch\nshow kh-fetch=1:1.0-1 kh-fetch=1:1.0-1\n" {
+		t.Errorf("apt-cache calls %q (%v), want one policy and one show", b, err)
 	}
 
 	tree, err := Unpack(ctx, want)
