@@ -47,12 +47,31 @@ func (t *Tree) Select(paths ...string) ([]images.File, error) {
 			return nil, fmt.Errorf("select %s: %w", p, err)
 		}
 	}
+	return s.files(), nil
+}
+
+// Needs returns what the ELF program (one that is not in the tree, such
+// as a program the caller built; name names it in errors) needs from the
+// tree to run in an image of these files: its PT_INTERP loader and the
+// closure of its DT_NEEDED libraries, with their symlinks and parent
+// directories, as [Tree.Select] finds them; none for a static program. A
+// program that is not ELF, or needs what the tree lacks, is an error.
+func (t *Tree) Needs(name string, program []byte) ([]images.File, error) {
+	s := &selection{t: t, out: map[string]images.File{}, done: map[string]bool{}}
+	if err := s.takeELF(name, program); err != nil {
+		return nil, err
+	}
+	return s.files(), nil
+}
+
+// files is s's entries sorted by path.
+func (s *selection) files() []images.File {
 	files := make([]images.File, 0, len(s.out))
 	for _, f := range s.out {
 		files = append(files, f)
 	}
 	slices.SortFunc(files, func(a, b images.File) int { return strings.Compare(a.Path, b.Path) })
-	return files, nil
+	return files
 }
 
 // selection is one Select call's state.

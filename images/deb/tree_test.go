@@ -393,6 +393,43 @@ func TestSelectELF(t *testing.T) {
 	}
 }
 
+// TestNeeds: a program of no package (the host's ls) gets what Select
+// gives for the same program in the tree, but the program itself; a static
+// program needs nothing; a file that is not ELF is an error.
+func TestNeeds(t *testing.T) {
+	ctx := context.Background()
+	pkg, want := elfPackage(t, "kh-needs", "", false)
+	tree, err := Unpack(ctx, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := os.ReadFile("/usr/bin/ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tree.Needs("ls", ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range got {
+		if !f.Mode.IsDir() {
+			files = append(files, f.Path)
+		}
+	}
+	if want = slices.DeleteFunc(want, func(p string) bool { return p == "/usr/bin/ls" }); !slices.Equal(files, want) {
+		t.Fatalf("Needs(ls) files =\n%q\nwant (ldd's closure without ls)\n%q", files, want)
+	}
+	if busybox, err := os.ReadFile("/bin/busybox"); err == nil {
+		if got, err := tree.Needs("busybox", busybox); err != nil || len(got) != 0 {
+			t.Errorf("Needs(a static busybox) = %d entries, %v; want none", len(got), err)
+		}
+	}
+	if _, err := tree.Needs("script", []byte("#!/bin/sh\n")); err == nil || !strings.Contains(err.Error(), "script") {
+		t.Errorf("Needs(a script) = %v, want an error naming it", err)
+	}
+}
+
 func TestSelectELFMissing(t *testing.T) {
 	ctx := context.Background()
 	libs, loader := lddLibs(t, "/usr/bin/ls")
