@@ -294,7 +294,7 @@ CONFORMANCE_FAST := \[sig-network\] Networking Granular Checks: Pods should func
 \[sig-api-machinery\] Aggregator Should be able to support the 1.17 Sample API Server using the current Aggregator \[|\
 \[sig-node\] ImageVolume should succeed with pod and pull policy of Always \[
 conformance-fast: build conformance-images
-	$(CONFORMANCE_RUN) FOCUS='$(CONFORMANCE_FAST)' bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/fast-$(K8S_MINOR)
+	$(CONFORMANCE_RUN) FOCUS='$(CONFORMANCE_FAST)' TIMEOUT=20m bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/fast-$(K8S_MINOR)
 
 # The staging replace block is pinned in components/go.mod; copies must match.
 check-replaces:
