@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -237,9 +238,13 @@ func pauseImage(ctx context.Context, b *builder, _, _ string) (images.Spec, erro
 	return images.PauseSpec(p), nil
 }
 
-// busyboxImage is images.BusyboxSpec of Debian's busybox-static.
+// busyboxImage is images.BusyboxSpec of Debian's busybox-static, with
+// Debian's bash as /bin/sh: busybox 1.35's ash drops the environment
+// variables whose names are not shell names ("data-1", which the
+// ConfigMap and Secret envFrom specs look for in `sh -c env`), as
+// upstream's busybox 1.37 does not; bash keeps them.
 func busyboxImage(ctx context.Context, b *builder, _, _ string) (images.Spec, error) {
-	files, versions, err := b.debian(ctx, []string{"busybox-static"}, "/bin/busybox")
+	files, versions, err := b.debian(ctx, []string{"busybox-static", "bash"}, "/bin/busybox", "/bin/bash")
 	if err != nil {
 		return images.Spec{}, err
 	}
@@ -251,9 +256,14 @@ func busyboxImage(ctx context.Context, b *builder, _, _ string) (images.Spec, er
 	if err != nil {
 		return images.Spec{}, err
 	}
+	applets = slices.DeleteFunc(applets, func(a string) bool { return a == "sh" || a == "bash" })
 	spec, err := images.BusyboxSpec(data, applets)
-	spec.CreatedBy = "kubeharness e2eimages: Debian's busybox-static (" + strings.Join(versions, " ") + ")"
-	return spec, err
+	if err != nil {
+		return images.Spec{}, err
+	}
+	spec.Files = merge([]images.File{{Path: "/bin/sh", Mode: fs.ModeSymlink | 0o777, Target: "bash"}}, spec.Files, files)
+	spec.CreatedBy = "kubeharness e2eimages: Debian's busybox-static, bash as /bin/sh (" + strings.Join(versions, " ") + ")"
+	return spec, nil
 }
 
 // agnhostUserland is the Debian part of agnhost: busybox-static's applets
