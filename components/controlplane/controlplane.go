@@ -236,6 +236,10 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			// joining kubelets until their client certificate is signed.
 			{Key: "enable-bootstrap-token-auth", Value: "true"},
 			{Key: "authorization-mode", Value: "Node,RBAC"},
+			// As k3s and kubeadm: privileged containers are allowed
+			// (upstream's default refuses them; Pod Security admission
+			// restricts them per namespace).
+			{Key: "allow-privileged", Value: "true"},
 			{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
 			{Key: "service-account-issuer", Value: s.ServiceAccountIssuer()},
 			{Key: "service-account-key-file", Value: layout.ServiceAccountPub()},

@@ -36,6 +36,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--anonymous-auth=false",
 			"--enable-bootstrap-token-auth=true",
 			"--authorization-mode=Node,RBAC",
+			"--allow-privileged=true",
 			"--service-cluster-ip-range=10.0.0.0/24",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=/p/service-account.pub",

@@ -218,10 +218,9 @@ func (cp *ControlPlane) args(component string, extra []string) []string {
 }
 
 // APIServerArgs are kube-apiserver's flags for this control plane
-// (controlplane.DefaultArgs, and --allow-privileged=true), then extra
-// (later flags win).
+// (controlplane.DefaultArgs), then extra (later flags win).
 func (cp *ControlPlane) APIServerArgs(extra ...string) []string {
-	return cp.args(names.APIServer, append([]string{"--allow-privileged=true"}, extra...))
+	return cp.args(names.APIServer, extra)
 }
 
 // SchedulerArgs are kube-scheduler's flags for this control plane
