@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,10 +128,12 @@ func TestServe(t *testing.T) {
 		addr = strings.TrimSpace(string(b))
 		return err == nil && addr != ""
 	}, 30*time.Second, 50*time.Millisecond)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
 	for _, r := range []string{"e2e-test-images/kitten:1.8", "e2e-test-images/nautilus:1.8"} {
 		ref, err := name.NewTag(addr+"/"+r, name.Insecure)
 		require.NoError(t, err)
-		got, err := remote.Image(ref)
+		got, err := remote.Image(ref, remote.WithTransport(tr))
 		require.NoError(t, err, r)
 		id, err := got.ConfigName()
 		require.NoError(t, err)
@@ -138,7 +141,7 @@ func TestServe(t *testing.T) {
 	}
 	missing, err := name.NewTag(addr+"/e2e-test-images/agnhost:2.66.1", name.Insecure)
 	require.NoError(t, err)
-	_, err = remote.Image(missing)
+	_, err = remote.Image(missing, remote.WithTransport(tr))
 	assert.Error(t, err, "an image of no archive is not served")
 	cancel()
 	require.NoError(t, <-done)

@@ -76,6 +76,9 @@ func push(ctx context.Context, addr, dir string, stdout io.Writer) error {
 	if len(files) == 0 {
 		return fmt.Errorf("-serve: no image archive (*.tar) in %s", dir)
 	}
+	// A transport of its own, its connections closed once all is pushed.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
 	for _, f := range files {
 		m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(f) })
 		if err != nil {
@@ -96,7 +99,7 @@ func push(ctx context.Context, addr, dir string, stdout io.Writer) error {
 				if err != nil {
 					return err
 				}
-				if err := remote.Write(local, img, remote.WithContext(ctx)); err != nil {
+				if err := remote.Write(local, img, remote.WithContext(ctx), remote.WithTransport(tr)); err != nil {
 					return fmt.Errorf("pushing %s as %s: %w", t, local, err)
 				}
 				fmt.Fprintf(stdout, "serving %s as %s\n", t, local)
