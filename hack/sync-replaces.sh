@@ -11,7 +11,9 @@ src="$root/components/go.mod"
 block() { awk '/^replace \(/{p=1} p{print} p&&/^\)/{exit}' "$1"; }
 want=$(block "$src")
 [ -n "$want" ] || { echo "sync-replaces: no replace block in $src" >&2; exit 1; }
-kver() { sed -E 's/^require[[:space:]]+//' "$1" | awk '$1 == "k8s.io/kubernetes" { print $2; exit }'; }
+# (One awk reading the whole file: a reader that exits at the first match
+# kills the writer of a pipe with SIGPIPE, which pipefail turns into exit 141.)
+kver() { awk '{ sub(/^require[[:space:]]+/, "") } $1 == "k8s.io/kubernetes" && v == "" { v = $2 } END { print v }' "$1"; }
 k8s=$(kver "$src")
 status=0
 for mod in "$root/examples/k3s-like/go.mod" "$root/examples/minimal/go.mod" "$root/conformance/go.mod"; do
