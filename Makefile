@@ -38,7 +38,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
+.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal conformance-fast
 
@@ -148,6 +148,17 @@ bench: build
 	./bench/out/bench -scales $(BENCH_SCALES) -pairs $(BENCH_PAIRS) -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
 		-kube-apiserver bench/out/kube-apiserver -kube-scheduler bench/out/kube-scheduler \
 		-kube-controller-manager bench/out/kube-controller-manager -out bench/RESULTS.md -extra bench/out/gobench.md
+
+# make bench-features: feature discovery on nodes (KEP-3920) at
+# BENCH_FEATURE_NODES fake nodes against the real server (bench -features,
+# docs/features-nodes.md): object sizes, writes and reads per phase, the
+# apiserver's CPU, a gate change's time to kubectl get feature; writes
+# bench/FEATURES.md. Not part of make test.
+BENCH_FEATURE_NODES ?= 500,5000
+bench-features: build
+	mkdir -p bench/out
+	cd examples/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bench/out/bench ./bench
+	./bench/out/bench -k3s-like $(K3S_LIKE) -features $(BENCH_FEATURE_NODES) -features-out bench/FEATURES.md
 
 # The core module's own benchmarks.
 bench-core:

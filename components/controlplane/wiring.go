@@ -36,6 +36,9 @@ type Components struct {
 	// Publisher depends on every other component but etcd, so it publishes
 	// once the control plane is ready. A nil Plan is the harness's.
 	Publisher *featurepub.Publisher
+	// Summarizer depends on the Publisher (or, without one, as the
+	// Publisher would), so that the Features it summarizes exist.
+	Summarizer *featurepub.Summarizer
 }
 
 // Add adds the components to h, each with its arguments (args, keyed by
@@ -74,13 +77,19 @@ func (c Components) Add(h *harness.Harness, args map[string][]string) error {
 		}
 		pubDeps = append(pubDeps, names.ControllerManager)
 	}
-	if c.Publisher == nil {
+	if c.Publisher != nil {
+		if c.Publisher.Plan == nil {
+			c.Publisher.Plan = func() *scoping.Plan { return h.Status().Plan }
+		}
+		if err := h.Add(c.Publisher, nil, pubDeps...); err != nil {
+			return err
+		}
+		pubDeps = append(pubDeps, c.Publisher.Name())
+	}
+	if c.Summarizer == nil {
 		return nil
 	}
-	if c.Publisher.Plan == nil {
-		c.Publisher.Plan = func() *scoping.Plan { return h.Status().Plan }
-	}
-	return h.Add(c.Publisher, nil, pubDeps...)
+	return h.Add(c.Summarizer, nil, pubDeps...)
 }
 
 // present reports whether c is a component: neither nil nor a nil pointer

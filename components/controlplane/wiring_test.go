@@ -60,6 +60,17 @@ func TestComponentsAdd(t *testing.T) {
 	require.NoError(t, controlplane.Components{APIServer: components.NewAPIServer(), Publisher: &featurepub.Publisher{Server: "s"}}.Add(h, nil))
 	assert.Equal(t, []string{components.APIServerName, featurepub.Name}, componentNames(h), "no etcd, scheduler or controller-manager")
 
+	// The summarizer after the publisher; without one, after what the
+	// publisher would follow.
+	h = &harness.Harness{}
+	require.NoError(t, controlplane.Components{APIServer: components.NewAPIServer(), Scheduler: components.NewScheduler(),
+		Publisher: &featurepub.Publisher{Server: "s"}, Summarizer: &featurepub.Summarizer{}}.Add(h, nil))
+	assert.Equal(t, []string{components.APIServerName, components.SchedulerName, featurepub.Name, featurepub.SummarizerName}, componentNames(h))
+	assert.Equal(t, []string{components.APIServerName, components.SchedulerName, featurepub.Name}, h.Status().Components[3].Dependencies)
+	h = &harness.Harness{}
+	require.NoError(t, controlplane.Components{APIServer: components.NewAPIServer(), Summarizer: &featurepub.Summarizer{}}.Add(h, nil))
+	assert.Equal(t, []string{components.APIServerName}, h.Status().Components[1].Dependencies)
+
 	// A disabled component left as a nil pointer (k3s-like's
 	// --disable-controller-manager) is not run either.
 	var kcm *components.ControllerManager

@@ -1,22 +1,37 @@
-// Package featurepub publishes a control plane's feature plan
-// (scoping.Plan) as Feature objects (features.kubeharness.io/v1alpha1,
-// package components/apis/features/v1alpha1), KEP-3920 feature discovery:
-// `kubectl get features` shows every kube feature gate with its stage,
-// default, effective value and who set it.
+// Package featurepub publishes feature discovery (KEP-3920) as objects of
+// features.kubeharness.io/v1alpha1 (package
+// components/apis/features/v1alpha1): `kubectl get features` shows every
+// kube feature gate with its stage, default, who set it, and whether it is
+// enabled in every server and on every node (true, false or partial).
 //
-// Publisher is a harness component: it installs the CRD, server-side
-// applies one Feature per kube feature gate under the server's own field
-// manager, and deletes the Features of gates no server knows any more. Add
-// it after every other component, so that it runs once they are ready:
+// Three harness components, each never failing its harness (apiserver
+// errors are logged and retried with backoff until its context ends):
 //
-//	pub := &featurepub.Publisher{
-//		Server:     nodeName,
-//		Kubeconfig: adminKubeconfig, // written before any component runs
-//		Plan:       func() *scoping.Plan { return h.Status().Plan },
-//	}
+//   - Publisher, in each server, after the control plane: installs the
+//     CRDs and server-side applies one Feature per gate with its own entry
+//     of status.servers; deletes the Features of gates no server knows.
+//   - Reporter, on each node, after the kubelet: sends the node's
+//     NodeFeatureReport (BuildNodeReport, NodeReport.Send) with the node's
+//     credential, written only when it changes, owned by its Node; the
+//     gates' values live in a FeatureProfile shared by every node that runs
+//     the same values.
+//   - Summarizer, in each server, after the Publisher: watches the three
+//     kinds and applies to each Feature whose view changed the cluster's
+//     summary (Summarize): counts per component kind on nodes, at most 16
+//     groups by version and SET-BY, at most 10 disagreeing node names, and
+//     the Enabled condition.
+//
+// Wiring in a server (controlplane.Components does it):
+//
+//	pub := &featurepub.Publisher{Server: nodeName, Kubeconfig: adminKubeconfig}
+//	sum := &featurepub.Summarizer{Kubeconfig: adminKubeconfig}
 //	h.Add(pub, nil, components.APIServerName, components.SchedulerName, components.ControllerManagerName)
+//	h.Add(sum, nil, pub.Name())
 //
-// It never fails the harness: apiserver errors are logged and retried with
-// exponential backoff until its context ends. Features builds the objects
-// without an apiserver.
+// and on a node:
+//
+//	h.Add(&featurepub.Reporter{Node: name, Kubeconfig: kubeletKubeconfig,
+//		Plan: func() *scoping.Plan { return h.Status().Plan }}, nil, names.Kubelet)
+//
+// docs/features-nodes.md gives the options considered and their costs.
 package featurepub

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,8 @@ var kubeComponents = map[string]bool{
 	names.APIServer:         true,
 	names.Scheduler:         true,
 	names.ControllerManager: true,
+	names.Kubelet:           true,
+	names.KubeProxy:         true,
 }
 
 // Publisher is the harness component. Set Server, Kubeconfig and Plan; the
@@ -169,7 +172,7 @@ func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err 
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = p.userAgent()
-	if err := InstallCRD(ctx, cfg); err != nil {
+	if err := InstallCRDs(ctx, cfg); err != nil {
 		return 0, 0, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -184,18 +187,28 @@ func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err 
 	return len(features), removed, err
 }
 
-// InstallCRD creates or updates the Feature CRD and waits until it is
+// InstallCRDs creates or updates the CRDs of features.kubeharness.io
+// (Feature, NodeFeatureReport, FeatureProfile) and waits until each is
 // Established.
-func InstallCRD(ctx context.Context, cfg *rest.Config) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(featuresv1alpha1.CRD, crd); err != nil {
-		return fmt.Errorf("embedded CRD: %w", err)
-	}
+func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	c, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	crds := c.ApiextensionsV1().CustomResourceDefinitions()
+	for _, doc := range featuresv1alpha1.CRDs() {
+		if err := installCRD(ctx, crds, doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func installCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, doc []byte) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+		return fmt.Errorf("embedded CRD: %w", err)
+	}
 	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -33,9 +34,13 @@ func newFeaturesCommand() *cobra.Command {
 		Long: `Show the effective feature gates of a running server, and who set them, as
 kubectl get features shows the Feature objects the server publishes: the same
 columns (but AGE: these come from the server, not the apiserver) and SET-BY
-text; -o wide adds SERVERS and the emulated and binary versions; -o json and
--o yaml print a FeatureList of the Feature objects this server publishes
-(status.servers holds only its own entry, named by --node-name).`,
+text. ENABLED is true, false or partial: in every server and on every node
+that reports, in none, or in some. -o wide adds SERVERS, NODES (the nodes
+whose kubelet runs the gate enabled / the nodes that report), DISAGREEING (a
+sample of the nodes whose kubelet runs the minority value) and the emulated
+and binary versions; -o json and -o yaml print a FeatureList of the Feature
+objects this server publishes (status.servers holds only its own entry,
+named by --node-name) with the cluster's summary of the nodes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := opts.validate(); err != nil {
@@ -48,6 +53,13 @@ text; -o wide adds SERVERS and the emulated and binary versions; -o json and
 			var plan scoping.Plan
 			if err := json.Unmarshal(body, &plan); err != nil {
 				return fmt.Errorf("%s/features: %w", status.addr, err)
+			}
+			// The node summaries: a server without them (an older one)
+			// shows the plan alone.
+			if body, err := status.get("/features/nodes"); err == nil {
+				if err := json.Unmarshal(body, &opts.nodes); err != nil {
+					return fmt.Errorf("%s/features/nodes: %w", status.addr, err)
+				}
 			}
 			return opts.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), &plan)
 		},
@@ -67,6 +79,9 @@ type featuresOptions struct {
 	output    string // one of featureOutputs
 	noHeaders bool
 	nodeName  string // the server identity in status.servers
+	// nodes are the server's node summaries by gate (/features/nodes);
+	// nil shows the plan alone.
+	nodes map[string]featurepub.Summary
 }
 
 func (o *featuresOptions) validate() error {
@@ -82,7 +97,7 @@ func (o *featuresOptions) print(w, stderr io.Writer, plan *scoping.Plan) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	list := featureList(plan, o.nodeName)
+	list := featureList(plan, o.nodeName, o.nodes)
 	var err error
 	switch o.output {
 	case "table", "wide":
@@ -107,14 +122,23 @@ func (o *featuresOptions) print(w, stderr io.Writer, plan *scoping.Plan) error {
 }
 
 // featureList is the FeatureList of the Feature objects server publishes
-// for plan (featurepub.Features), in the apiserver's order (by name), so
-// that the rows are kubectl's rows.
-func featureList(plan *scoping.Plan, server string) *featuresv1alpha1.FeatureList {
+// for plan (featurepub.Features) with the summarizer's fields from nodes (a
+// gate without a summary: ENABLED is the server's value), in the
+// apiserver's order (by name), so that the rows are kubectl's rows.
+func featureList(plan *scoping.Plan, server string, nodes map[string]featurepub.Summary) *featuresv1alpha1.FeatureList {
 	list := &featuresv1alpha1.FeatureList{
 		TypeMeta: metav1.TypeMeta{APIVersion: featuresv1alpha1.SchemeGroupVersion.String(), Kind: "FeatureList"},
 		Items:    []featuresv1alpha1.Feature{},
 	}
 	for _, f := range featurepub.Features(plan, server) {
+		st := &f.Status
+		st.ClusterEnabled = strconv.FormatBool(st.Enabled)
+		if s, ok := nodes[st.Name]; ok {
+			st.ClusterEnabled, st.NodesEnabled, st.Disagreeing, st.Nodes = s.ClusterEnabled, s.NodesEnabled, s.Disagreeing, s.Nodes
+			if s.Condition.Type != "" {
+				st.Conditions = []metav1.Condition{s.Condition}
+			}
+		}
 		list.Items = append(list.Items, *f)
 	}
 	slices.SortFunc(list.Items, func(a, b featuresv1alpha1.Feature) int { return strings.Compare(a.Name, b.Name) })

@@ -23,8 +23,8 @@ import (
 )
 
 // errNotServed makes `features check` exit 1 without another message: the
-// per-object lines already say what is missing.
-var errNotServed = errors.New("some objects cannot be served by this cluster")
+// per-object lines already say what is missing or partial.
+var errNotServed = errors.New("some objects cannot be served everywhere in this cluster")
 
 func newFeaturesCheckCommand() *cobra.Command {
 	var file, kubeconfig, dataDir string
@@ -36,7 +36,9 @@ func newFeaturesCheckCommand() *cobra.Command {
 object: "ok" if the cluster serves its apiVersion and kind (discovery), else "MISSING" with what
 would serve it: --runtime-config for alpha/beta group-versions kube-apiserver does not serve by
 default, and the feature gates kube-apiserver adds the kind's storage under, with their stage and
-state from the cluster's Feature objects. Exit code 0 if every object can be served, 1 otherwise.
+state from the cluster's Feature objects; "PARTIAL" if it is served but such a gate is enabled
+only in some servers or on some nodes, naming how many and a sample of those that differ.
+Exit code 0 if every object is "ok", 1 otherwise.
 API-level only: field-level gates, admission, webhooks and controllers are not checked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -105,7 +107,7 @@ func runFeaturesCheck(ctx context.Context, stdin io.Reader, stdout io.Writer, fi
 	ok := true
 	for _, r := range results {
 		fmt.Fprintln(stdout, r)
-		ok = ok && r.Served
+		ok = ok && r.Served && r.Partial == ""
 	}
 	if !ok {
 		return errNotServed
@@ -128,8 +130,11 @@ func clusterGates(ctx context.Context, dyn dynamic.Interface) (map[string]featur
 		name, _, _ := unstructured.NestedString(item.Object, "status", "name")
 		stage, _, _ := unstructured.NestedString(item.Object, "status", "stage")
 		enabled, _, _ := unstructured.NestedBool(item.Object, "status", "enabled")
+		cluster, _, _ := unstructured.NestedString(item.Object, "status", "clusterEnabled")
+		nodes, _, _ := unstructured.NestedString(item.Object, "status", "nodesEnabled")
+		disagreeing, _, _ := unstructured.NestedString(item.Object, "status", "disagreeing")
 		if name != "" {
-			out[name] = featurecheck.Gate{Stage: stage, Enabled: enabled}
+			out[name] = featurecheck.Gate{Stage: stage, Enabled: enabled, Cluster: cluster, Nodes: nodes, Disagreeing: disagreeing}
 		}
 	}
 	return out, nil

@@ -158,8 +158,13 @@ func TestFeatureDiscovery(t *testing.T) {
 	var features map[string]unstructured.Unstructured
 	require.Eventually(t, func() bool {
 		features = s.features()
+		for _, f := range features {
+			if str(f, "status", "clusterEnabled") == "" { // not summarized yet
+				return false
+			}
+		}
 		return len(features) == len(plan)
-	}, 60*time.Second, 250*time.Millisecond, "one Feature per gate of the plan (%d)", len(plan))
+	}, 60*time.Second, 250*time.Millisecond, "one Feature per gate of the plan (%d), summarized", len(plan))
 	t.Logf("start to %d Feature objects: %s", len(features), time.Since(started))
 
 	for name, want := range plan {
@@ -172,6 +177,7 @@ func TestFeatureDiscovery(t *testing.T) {
 		assert.Equal(t, want.Enabled, boolean(f, "status", "enabled"), name)
 		assert.Equal(t, want.Default, boolean(f, "status", "default"), name)
 		assert.Equal(t, want.LockedToDefault, boolean(f, "status", "lockedToDefault"), name)
+		assert.Equal(t, strconv.FormatBool(want.Enabled), str(f, "status", "clusterEnabled"), "%s: one server, no node", name)
 		e := serverEntries(f)["server-a"]
 		if assert.NotNil(t, e, name) {
 			assert.Equal(t, want.Enabled, e["enabled"], name)
@@ -220,7 +226,7 @@ func TestFeatureDiscovery(t *testing.T) {
 	}
 	assert.Len(t, rows, len(plan))
 	sched := strings.ToLower(testenv.SchedulerGate)
-	assert.Equal(t, []any{sched, "Alpha", true, false, "kube-scheduler=true"}, rows[sched][:5])
+	assert.Equal(t, []any{sched, "Alpha", "true", false, "kube-scheduler=true"}, rows[sched][:5])
 
 	// k3s-like features: kubectl get features' rows, and the objects this
 	// server published.
@@ -355,11 +361,12 @@ func checkFeaturesCommand(t *testing.T, s *server, server string, plan map[strin
 	// versions.
 	wide := rows(s.featuresCommand("--node-name="+server, "-o", "wide"))
 	kubectlWide := rows(s.kubectl("get", "features", "-o", "wide"))
-	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "EMULATED", "BINARY"}, wide[0])
-	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "AGE"}, kubectlWide[0])
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, wide[0])
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "AGE"}, kubectlWide[0])
 	require.Len(t, wide, len(kubectlWide))
 	for i := 1; i < len(wide); i++ {
-		assert.Equal(t, append(slices.Clone(kubectlWide[i][:6]), emulated, binaryVersion), wide[i], "row %d", i)
+		// AGE last; NODES and DISAGREEING empty without nodes.
+		assert.Equal(t, append(slices.Clone(kubectlWide[i][:len(kubectlWide[i])-1]), emulated, binaryVersion), wide[i], "row %d", i)
 	}
 	assert.Equal(t, wide[1:], rows(s.featuresCommand("--node-name="+server, "-o", "wide", "--no-headers")))
 
@@ -385,6 +392,10 @@ func checkFeaturesCommand(t *testing.T, s *server, server string, plan map[strin
 			}
 			var got featuresv1alpha1.Feature
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got))
+			// The server's summaries carry no transition time.
+			for i := range got.Status.Conditions {
+				got.Status.Conditions[i].LastTransitionTime = metav1.Time{}
+			}
 			assert.Equal(t, got.Status, item.Status, "%s: %s", output, item.Status.Name)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,13 +85,14 @@ func TestFeaturesTableColumnsFollowTheCRD(t *testing.T) {
 	assert.Equal(t, append(append([]string{"NAME"}, wantWide...), "EMULATED", "BINARY"), fields(strings.SplitN(out, "\n", 2)[0]))
 }
 
-// TestFeaturesWide: SERVERS (the --node-name), then the versions.
+// TestFeaturesWide: SERVERS (the --node-name), NODES and DISAGREEING
+// (none without node summaries), then the versions.
 func TestFeaturesWide(t *testing.T) {
 	out, _ := printFeaturesTo(t, featuresOptions{output: "wide", nodeName: "server-a"}, testPlan())
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 4, out)
-	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "EMULATED", "BINARY"}, fields(lines[0]))
-	assert.Equal(t, []string{"gagate", "GA", "true", "true", "default", "server-a", "1.36", "1.37"}, fields(lines[3]))
+	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
+	assert.Equal(t, []string{"gagate", "GA", "true", "true", "default", "server-a", "1.36", "1.37"}, fields(lines[3]), "NODES and DISAGREEING empty")
 }
 
 // TestFeaturesNoHeaders: only the rows, for table and wide.
@@ -113,6 +115,7 @@ func TestFeaturesJSONAndYAML(t *testing.T) {
 	plan := testPlan()
 	var want []featuresv1alpha1.Feature
 	for _, f := range featurepub.Features(plan, "server-a") {
+		f.Status.ClusterEnabled = strconv.FormatBool(f.Status.Enabled) // no node summaries: the server's value
 		want = append(want, *f)
 	}
 	for output, unmarshal := range map[string]func([]byte, any) error{
@@ -182,4 +185,25 @@ func TestFeaturesUnknownOutput(t *testing.T) {
 		assert.Empty(t, out.String(), output)
 		assert.Empty(t, stderr.String(), output)
 	}
+}
+
+// TestFeaturesWideNodes: with the server's node summaries, ENABLED is the
+// cluster's (partial) and -o wide shows NODES and the disagreeing sample; a
+// gate without a summary shows the server's own value.
+func TestFeaturesWideNodes(t *testing.T) {
+	nodes := map[string]featurepub.Summary{"AlphaGate": {
+		ClusterEnabled: "partial", NodesEnabled: "4987/5000", Disagreeing: "node-0007,node-0009 (+11)",
+		Nodes: []featuresv1alpha1.NodeFeatureSummary{{Component: "kubelet", Nodes: 5000, Enabled: 4987, Disagreeing: 13}},
+	}}
+	out, _ := printFeaturesTo(t, featuresOptions{output: "wide", nodeName: "server-a", nodes: nodes}, testPlan())
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 4, out)
+	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
+	assert.Equal(t, []string{"alphagate", "Alpha", "partial", "false", "kube-apiserver=true,kube-scheduler=true", "server-a", "4987/5000", "node-0007,node-0009", "(+11)", "1.36", "1.37"}, fields(lines[1]))
+	assert.Equal(t, []string{"betagate", "Beta", "true", "true", "emulated-version", "server-a", "1.36", "1.37"}, fields(lines[2]), "NODES and DISAGREEING empty")
+
+	out, _ = printFeaturesTo(t, featuresOptions{output: "json", nodeName: "server-a", nodes: nodes}, testPlan())
+	var list featuresv1alpha1.FeatureList
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	assert.Equal(t, int32(4987), list.Items[0].Status.Nodes[0].Enabled)
 }

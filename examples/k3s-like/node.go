@@ -26,10 +26,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // nodeOptions are the flags of the server's node, named as k3s names them.
@@ -254,7 +256,18 @@ func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error 
 			return err
 		}
 	}
-	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, node.KubeletName)
+	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, node.KubeletName); err != nil {
+		return err
+	}
+	// KEP-3920 on nodes: the node reports its gates with the kubelet's
+	// credential, once its Node is registered (it never fails the harness).
+	return h.Add(&featurepub.Reporter{
+		Node:       c.name,
+		Kubeconfig: c.kubeconfig(),
+		Plan:       func() *scoping.Plan { return h.Status().Plan },
+		UserAgent:  "k3s-like-feature-reporter",
+		Logf:       func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+	}, nil, node.KubeletName)
 }
 
 // afterStop is what the node leaves undone once its components stopped:

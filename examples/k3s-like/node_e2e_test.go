@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
@@ -180,6 +181,7 @@ func startNodeAgent(t *testing.T, server *nodeServer, dataDir string, extra ...s
 	pid := strconv.Itoa(server.pid)
 	script := `set -e
 ip link set lo up
+nsenter -t ` + pid + ` -n ip link del agent0 2>/dev/null || true # an agent before this one (its pods' shims keep its namespace)
 ip link add eth0 type veth peer name agent0 netns ` + pid + `
 ip addr add ` + agentIP + `/24 dev eth0
 ip link set eth0 up
@@ -566,8 +568,16 @@ func TestAgentJoins(t *testing.T) {
 	requireNodeHost(t)
 	busybox := busyboxImage(t)
 	serverDir := t.TempDir()
-	s := startNodeServer(t, serverDir, "--bind-address=0.0.0.0")
+	gate := testenv.KubeletGate
+	s := startNodeServer(t, serverDir, "--bind-address=0.0.0.0", "--kubelet-arg=feature-gates="+gate+"=true")
 	s.waitNodeReady(90 * time.Second)
+	// KEP-3920 on nodes: the server's kubelet-only gate, SET-BY kubelet,
+	// on its one node.
+	s.waitFeature(gate, "kubelet=true true 1/1 ", 60*time.Second)
+	wide, err := s.run("features", "-o", "wide", "--node-name=node-a", "--status-address=127.0.0.1:10290")
+	require.NoError(t, err, wide)
+	// NAME STAGE ENABLED DEFAULT SET-BY SERVERS NODES DISAGREEING(empty) EMULATED BINARY
+	assert.Regexp(t, `(?m)^`+strings.ToLower(gate)+`\s+Alpha\s+true\s+false\s+kubelet=true\s+node-a\s+1/1\s+1\.\d+\s`, wide)
 
 	agentDir := t.TempDir()
 	// A second kubelet on this host needs its own pod logs directory (each
@@ -579,6 +589,24 @@ func TestAgentJoins(t *testing.T) {
 		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config)
 	ready := s.waitNamedNodeReady("node-b", a, 90*time.Second)
 	t.Logf("NODE agent node-b Ready %.1fs after the agent's start", ready.Seconds())
+
+	// The agent runs the gate off (its default): partial, naming node-b;
+	// the Enabled condition is False.
+	s.waitFeature(gate, "kubelet=true partial 1/2 node-b", 60*time.Second)
+	out, err := s.kubectlErr("wait", "--for=condition=Enabled=false", "feature/"+strings.ToLower(gate), "--timeout=10s")
+	require.NoError(t, err, out)
+	// A node writes only its own report.
+	nodeB := pki.Layout{Dir: filepath.Join(agentDir, "agent", "pki")}.NodeLayout("node-b").Kubeconfig()
+	replace := func(report string) (string, error) {
+		f := filepath.Join(agentDir, report+"-report.json")
+		require.NoError(t, os.WriteFile(f, []byte(s.kubectl("get", "nodefeaturereport", report, "-o", "json")), 0o600))
+		return s.run("kubectl", "--kubeconfig="+nodeB, "replace", "-f", f)
+	}
+	out, err = replace("node-a")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "system:node:node-b may write only its own NodeFeatureReport, not node-a")
+	out, err = replace("node-b")
+	assert.NoError(t, err, "its own: %s", out)
 
 	csrs := s.kubectl("get", "csr", "-o", `jsonpath={range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type}{"\n"}{end}`)
 	assert.Regexp(t, `(?m)^system:bootstrap:[a-z0-9]{6} kubernetes.io/kube-apiserver-client-kubelet Approved$`, csrs)
@@ -610,6 +638,17 @@ spec:
 	require.NoError(t, a.stop(), "SIGTERM: a clean stop")
 	assert.Contains(t, a.log.String(), "Unmounted the node's mounts")
 
+	// The agent again, with the gate on: the condition turns True.
+	a = startNodeAgent(t, s, agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
+		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config,
+		"--kubelet-arg=feature-gates="+gate+"=true")
+	restarted := time.Now()
+	out, err = s.kubectlErr("wait", "--for=condition=Enabled", "feature/"+strings.ToLower(gate), "--timeout=120s")
+	require.NoError(t, err, "%s\nagent:\n%s", out, a.log.String())
+	t.Logf("FEATURES Enabled condition True %.1fs after the agent's restart with the gate on", time.Since(restarted).Seconds())
+	s.waitFeature(gate, "kubelet=true true 2/2 ", 10*time.Second)
+	require.NoError(t, a.stop())
+
 	// A full token whose hash is not this cluster's CA.
 	good, err := os.ReadFile(filepath.Join(serverDir, "token"))
 	require.NoError(t, err)
@@ -618,7 +657,7 @@ spec:
 	bad := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(bad, []byte("K10"+strings.Repeat("0", 64)+"::server:"+secret), 0o600))
 	otherDir := t.TempDir()
-	out, err := s.run("agent", "--server=https://"+nodeIP+":6443", "--token-file="+bad, "--data-dir="+otherDir, "--node-name=node-c")
+	out, err = s.run("agent", "--server=https://"+nodeIP+":6443", "--token-file="+bad, "--data-dir="+otherDir, "--node-name=node-c")
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Contains(t, out, "sent no certificate with the sha256 the token pins ("+strings.Repeat("0", 64)+")")
@@ -626,6 +665,27 @@ spec:
 	_, err = os.Stat(filepath.Join(otherDir, "agent", "pki"))
 	assert.True(t, os.IsNotExist(err), "nothing written for a cluster the token does not pin")
 	require.NoError(t, s.stop())
+}
+
+// waitFeature waits until the Feature of gate shows want: its SET-BY,
+// ENABLED, NODES and disagreeing sample, space-separated.
+func (s *nodeServer) waitFeature(gate, want string, timeout time.Duration) {
+	s.t.Helper()
+	var got string
+	ok := assert.Eventually(s.t, func() bool {
+		got, _ = s.kubectlErr("get", "feature", strings.ToLower(gate), "-o",
+			"jsonpath={.status.setBy} {.status.clusterEnabled} {.status.nodesEnabled} {.status.disagreeing}")
+		return got == want
+	}, timeout, 500*time.Millisecond, "Feature %s: want %q", gate, want)
+	if !ok {
+		s.t.Fatalf("Feature %s: last %q\nserver log tail:\n%s", gate, got, tail(s.log.String(), 40))
+	}
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // agentCgroupRoot makes a cgroup for a second kubelet on this host in

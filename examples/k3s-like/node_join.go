@@ -6,15 +6,18 @@ import (
 	"os"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components"
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -45,7 +48,8 @@ const (
 // certificate approved (upstream's ClusterRoles, bound to the token's group;
 // the kubelets' own renewals to system:nodes), and upstream's
 // system:node-proxier role bound to system:nodes, for the nodes' kube-proxy,
-// which uses its kubelet's credential. It is ready once published.
+// which uses its kubelet's credential, and the nodes' access to their
+// feature reports (publishReporterAccess). It is ready once published.
 func (o *serverOptions) addNodeJoin(h *harness.Harness) error {
 	published := make(chan struct{})
 	return h.Add(&harness.Func{
@@ -150,5 +154,48 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return publishReporterAccess(ctx, client, opts)
+}
+
+// nodeReporter names the ClusterRole, its binding and the admission policy
+// that let each node's feature reporter write its own NodeFeatureReport.
+const nodeReporter = "k3s-like-node-feature-reporter"
+
+// publishReporterAccess lets the nodes (system:nodes, their kubelets'
+// credentials) read and create FeatureProfiles and read, create and
+// update NodeFeatureReports, and, by a ValidatingAdmissionPolicy, a node
+// only the report named after itself.
+func publishReporterAccess(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions) error {
+	rbac := client.RbacV1()
+	group := featuresv1alpha1.GroupName
+	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(nodeReporter).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.FeatureProfileResource.Resource).WithVerbs("get", "create"),
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).WithVerbs("get", "create", "update"),
+	), opts); err != nil {
+		return err
+	}
+	if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(nodeReporter).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(nodeReporter)).
+		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName("system:nodes")), opts); err != nil {
+		return err
+	}
+	adm := client.AdmissionregistrationV1()
+	if _, err := adm.ValidatingAdmissionPolicies().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicy(nodeReporter).WithSpec(
+		admissionv1ac.ValidatingAdmissionPolicySpec().
+			WithFailurePolicy(admissionregistrationv1.Fail).
+			WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(admissionv1ac.NamedRuleWithOperations().
+				WithAPIGroups(group).WithAPIVersions("*").WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).
+				WithOperations(admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete))).
+			WithMatchConditions(admissionv1ac.MatchCondition().WithName("a-node").
+				WithExpression(`request.userInfo.username.startsWith("system:node:")`)).
+			WithValidations(admissionv1ac.Validation().
+				WithExpression(`request.userInfo.username == "system:node:" + request.name`).
+				WithMessageExpression(`request.userInfo.username + " may write only its own NodeFeatureReport, not " + request.name`).
+				WithReason(metav1.StatusReasonForbidden))), opts); err != nil {
+		return err
+	}
+	_, err := adm.ValidatingAdmissionPolicyBindings().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicyBinding(nodeReporter).WithSpec(
+		admissionv1ac.ValidatingAdmissionPolicyBindingSpec().WithPolicyName(nodeReporter).
+			WithValidationActions(admissionregistrationv1.Deny)), opts)
+	return err
 }

@@ -16,6 +16,7 @@ type controlPlane struct {
 	db        *etcd.Etcd                    // nil on an external datastore
 	scheduler *components.Scheduler         // nil with --disable-scheduler
 	kcm       *components.ControllerManager // nil with --disable-controller-manager
+	summary   *featurepub.Summarizer
 }
 
 // leaderElection reports each elected component's leader election: whether
@@ -59,12 +60,21 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		Kubeconfig:   o.adminKubeconfig(),
 		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
 	}
+	// The cluster's view of each Feature, the nodes' reports included; the
+	// servers share its field manager.
+	cp.summary = &featurepub.Summarizer{
+		FieldManager: "k3s-like/node-summary",
+		UserAgent:    "k3s-like-feature-summarizer",
+		Kubeconfig:   o.adminKubeconfig(),
+		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
 		APIServer:         components.NewAPIServer(),
 		Scheduler:         cp.scheduler,
 		ControllerManager: cp.kcm,
 		Publisher:         pub,
+		Summarizer:        cp.summary,
 	}).Add(h, args); err != nil {
 		return nil, err
 	}

@@ -5,17 +5,19 @@ import (
 	"net/http"
 	"net/http/pprof"
 
+	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/zpages"
 )
 
 // statusPaths are the paths statusHandler serves, as /statusz lists them.
 func statusPaths() []string {
-	return []string{"/components", "/debug/pprof", "/features", "/flagz", "/healthz", "/leader-election", "/livez", "/metrics", "/readyz", "/statusz"}
+	return []string{"/components", "/debug/pprof", "/features", "/features/nodes", "/flagz", "/healthz", "/leader-election", "/livez", "/metrics", "/readyz", "/statusz"}
 }
 
 // statusHandler is what --status-address serves: the harness status handler
 // (/components, /features, /livez, /readyz, /healthz, /metrics: see
-// harness.Harness.Handler), /leader-election, the z-pages (package
+// harness.Harness.Handler), /leader-election, /features/nodes (the node
+// summarizer's last summaries, by gate: featurepub.Summary), the z-pages (package
 // components/zpages), as each upstream component serves them on its own
 // port, and the process's profiles:
 //
@@ -32,6 +34,16 @@ func (o *serverOptions) statusHandler(cp *controlPlane) http.Handler {
 	mux.HandleFunc("GET /leader-election", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(cp.leaderElection())
+	})
+	mux.HandleFunc("GET /features/nodes", func(w http.ResponseWriter, _ *http.Request) {
+		sums := map[string]featurepub.Summary{}
+		if cp.summary != nil {
+			if last := cp.summary.Last(); last != nil {
+				sums = last
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(sums)
 	})
 	zpages.Install(mux, cp.h, "k3s-like", statusPaths())
 	// /debug/pprof: net/http/pprof's handlers, for `k3s-like top` and go

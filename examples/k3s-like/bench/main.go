@@ -50,6 +50,8 @@ type config struct {
 	scalesFlag                               string // -scales as given
 	out                                      string
 	extra                                    string // appended verbatim to the report (go test -bench results)
+	featureScales                            []int  // -features: the features benchmark instead, at these node counts
+	featuresOut                              string
 }
 
 func main() {
@@ -63,12 +65,18 @@ func main() {
 	flag.StringVar(&c.scalesFlag, "scales", "150,1500,5000", "the workload's scales, by Pods (comma-separated): 150, 1500 and 5000 are 10, 50 and 100 Nodes; another count N gets max(3, N/50) Nodes")
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "the report; the charts (rss.svg, cpu.svg) are written next to it")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
+	features := flag.String("features", "", "run the feature discovery benchmark instead, at these node counts (comma-separated, e.g. 500,5000)")
+	flag.StringVar(&c.featuresOut, "features-out", "bench/FEATURES.md", "the feature discovery benchmark's report")
 	flag.Parse()
 	var err error
 	if c.scales, err = parseScales(c.scalesFlag); err == nil && c.pairs < 1 {
 		err = errors.New("-pairs must be at least 1")
 	}
-	if err == nil {
+	if err == nil && *features != "" {
+		if c.featureScales, err = parseNodeCounts(*features); err == nil {
+			err = runFeatures(c)
+		}
+	} else if err == nil {
 		err = run(c)
 	}
 	if err != nil {

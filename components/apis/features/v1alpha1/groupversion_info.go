@@ -8,30 +8,51 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// GroupName is the API group of Feature.
+// GroupName is the API group of Feature, NodeFeatureReport and FeatureProfile.
 const GroupName = "features.kubeharness.io"
 
 // SchemeGroupVersion is features.kubeharness.io/v1alpha1.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
-// Resource is the plural resource name of Feature.
-var Resource = SchemeGroupVersion.WithResource("features")
+// The resources of the group.
+var (
+	// Resource is Feature's.
+	Resource = SchemeGroupVersion.WithResource("features")
+	// NodeFeatureReportResource is NodeFeatureReport's.
+	NodeFeatureReportResource = SchemeGroupVersion.WithResource("nodefeaturereports")
+	// FeatureProfileResource is FeatureProfile's.
+	FeatureProfileResource = SchemeGroupVersion.WithResource("featureprofiles")
+)
 
-// CRD is the generated CustomResourceDefinition of Feature (controller-gen,
-// `make generate`).
-//
-//go:embed crd/features.kubeharness.io_features.yaml
-var CRD []byte
+// The generated CustomResourceDefinitions (controller-gen, `make generate`).
+var (
+	// CRD is Feature's.
+	//
+	//go:embed crd/features.kubeharness.io_features.yaml
+	CRD []byte
+	// NodeFeatureReportCRD is NodeFeatureReport's.
+	//
+	//go:embed crd/features.kubeharness.io_nodefeaturereports.yaml
+	NodeFeatureReportCRD []byte
+	// FeatureProfileCRD is FeatureProfile's.
+	//
+	//go:embed crd/features.kubeharness.io_featureprofiles.yaml
+	FeatureProfileCRD []byte
+)
+
+// CRDs are the group's CustomResourceDefinitions, Feature's first.
+func CRDs() [][]byte { return [][]byte{CRD, NodeFeatureReportCRD, FeatureProfileCRD} }
 
 var (
-	// SchemeBuilder registers Feature and FeatureList.
+	// SchemeBuilder registers the group's kinds and their lists.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	// AddToScheme adds the types of this group-version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Feature{}, &FeatureList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Feature{}, &FeatureList{},
+		&NodeFeatureReport{}, &NodeFeatureReportList{}, &FeatureProfile{}, &FeatureProfileList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -13,10 +13,12 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=feat
 // +kubebuilder:printcolumn:name="Stage",type=string,JSONPath=`.status.stage`,description="Stage at the effective emulated version"
-// +kubebuilder:printcolumn:name="Enabled",type=boolean,JSONPath=`.status.enabled`
+// +kubebuilder:printcolumn:name="Enabled",type=string,JSONPath=`.status.clusterEnabled`,description="true, false or partial: in every server and on every node that reports, in none, or in some"
 // +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.status.default`
 // +kubebuilder:printcolumn:name="Set-By",type=string,JSONPath=`.status.setBy`,description="Which component set the gate, or default / emulated-version"
 // +kubebuilder:printcolumn:name="Servers",type=string,JSONPath=`.status.servers[*].server`,priority=1
+// +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodesEnabled`,priority=1,description="Nodes whose kubelet runs the gate enabled / nodes that report"
+// +kubebuilder:printcolumn:name="Disagreeing",type=string,JSONPath=`.status.disagreeing`,priority=1,description="A sample of the nodes whose kubelet runs the gate with the minority value"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Feature struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -56,6 +58,102 @@ type FeatureStatus struct {
 	// +listType=map
 	// +listMapKey=server
 	Servers []ServerFeature `json:"servers,omitempty"`
+
+	// The fields below are the cluster's view, written by the node
+	// summarizer (featurepub.Summarizer) from the servers' entries and the
+	// nodes' NodeFeatureReports.
+
+	// ClusterEnabled is true when every server and every node that
+	// reports runs the gate enabled, false when none does, else partial.
+	// +optional
+	// +kubebuilder:validation:Enum="true";"false";partial
+	ClusterEnabled string `json:"clusterEnabled,omitempty"`
+	// NodesEnabled is "enabled/reporting" for the nodes' kubelets, e.g.
+	// 4987/5000.
+	// +optional
+	NodesEnabled string `json:"nodesEnabled,omitempty"`
+	// Disagreeing is a printable sample of the nodes whose kubelet runs the
+	// gate with the minority value, e.g. "node-7,node-9 (+11)".
+	// +optional
+	Disagreeing string `json:"disagreeing,omitempty"`
+	// Nodes summarizes the gate on the nodes, one entry per component kind
+	// (kubelet, kube-proxy); never one entry per node.
+	// +optional
+	// +listType=map
+	// +listMapKey=component
+	// +kubebuilder:validation:MaxItems=8
+	Nodes []NodeFeatureSummary `json:"nodes,omitempty"`
+	// Conditions: Enabled is True only when every server and every node
+	// that reports runs the gate enabled (kubectl wait
+	// --for=condition=Enabled feature/NAME).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ConditionEnabled is the Feature condition that is True only when the
+// gate is enabled in every server and on every node that reports.
+const ConditionEnabled = "Enabled"
+
+// Limits of a NodeFeatureSummary, which keep a Feature object's size
+// independent of the number of nodes.
+const (
+	// MaxNodeGroups bounds NodeFeatureSummary.Groups.
+	MaxNodeGroups = 16
+	// MaxDisagreeingSample bounds NodeFeatureSummary.DisagreeingSample.
+	MaxDisagreeingSample = 10
+)
+
+// NodeFeatureSummary is the gate on the nodes that run one component kind:
+// counts, a bounded breakdown and a bounded sample of names.
+type NodeFeatureSummary struct {
+	// Component is the component kind: kubelet or kube-proxy.
+	Component string `json:"component"`
+	// Nodes is the number of nodes that report running the component.
+	Nodes int32 `json:"nodes"`
+	// Enabled is the number of them that run the gate enabled.
+	Enabled int32 `json:"enabled"`
+	// Unknown is the number of them whose binary does not know the gate
+	// (they are not counted as enabled).
+	// +optional
+	Unknown int32 `json:"unknown,omitempty"`
+	// Groups break Nodes down by binary version, emulated version, who set
+	// the gate and its value, largest first; at most MaxNodeGroups, the
+	// nodes of the others in OtherNodes.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Groups []NodeFeatureGroup `json:"groups,omitempty"`
+	// OtherNodes counts the nodes of the groups beyond MaxNodeGroups.
+	// +optional
+	OtherNodes int32 `json:"otherNodes,omitempty"`
+	// Disagreeing is the number of nodes whose value is not the majority's
+	// (a tie goes to the control plane's value).
+	// +optional
+	Disagreeing int32 `json:"disagreeing,omitempty"`
+	// DisagreeingSample names at most MaxDisagreeingSample of them, in
+	// name order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	DisagreeingSample []string `json:"disagreeingSample,omitempty"`
+}
+
+// NodeFeatureGroup is a number of nodes that run the gate alike.
+type NodeFeatureGroup struct {
+	// BinaryVersion of the component on these nodes.
+	BinaryVersion string `json:"binaryVersion"`
+	// EmulationVersion of the component on these nodes.
+	// +optional
+	EmulationVersion string `json:"emulationVersion,omitempty"`
+	// SetBy is who set the gate on these nodes (scoping's SET-BY:
+	// kubelet=true, default, emulated-version).
+	// +optional
+	SetBy string `json:"setBy,omitempty"`
+	// Enabled is true, false, or unknown (the binary does not know the gate).
+	// +kubebuilder:validation:Enum="true";"false";unknown
+	Enabled string `json:"enabled"`
+	// Nodes is how many nodes run the gate this way.
+	Nodes int32 `json:"nodes"`
 }
 
 // ServerFeature is the gate as one server runs it.

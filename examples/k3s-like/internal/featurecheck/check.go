@@ -74,6 +74,27 @@ func Read(r io.Reader) ([]Object, error) {
 type Gate struct {
 	Stage   string
 	Enabled bool
+	// Cluster is the Feature's clusterEnabled: true, false, partial (in
+	// some servers or on some nodes only), or "" (not summarized).
+	Cluster string
+	// Nodes is its nodesEnabled ("4987/5000"); Disagreeing its sample of
+	// the nodes that run the minority value.
+	Nodes, Disagreeing string
+}
+
+// partial says where g is on, if it is on only in some places; "" if not.
+func (g Gate) partial() string {
+	if g.Cluster != "partial" {
+		return ""
+	}
+	s := "partial"
+	if g.Nodes != "" {
+		s += ": enabled on " + g.Nodes + " nodes"
+	}
+	if g.Disagreeing != "" {
+		s += ", disagreeing: " + g.Disagreeing
+	}
+	return s
 }
 
 // Result is the verdict on one object.
@@ -83,6 +104,10 @@ type Result struct {
 	// Reason says why it is not served and what would serve it; empty if
 	// served.
 	Reason string
+	// Partial, for an object served, names the gates it needs that are
+	// enabled only in some servers or on some nodes, and which; empty if
+	// none.
+	Partial string
 }
 
 func (r Result) String() string {
@@ -90,10 +115,24 @@ func (r Result) String() string {
 	if r.Name != "" {
 		id += " " + r.Name
 	}
-	if r.Served {
+	switch {
+	case r.Served && r.Partial != "":
+		return "PARTIAL  " + id + ": served, but " + r.Partial
+	case r.Served:
 		return "ok       " + id
 	}
 	return "MISSING  " + id + ": " + r.Reason
+}
+
+// partialGates names the gates of gvk that are partial in gates.
+func partialGates(gvk schema.GroupVersionKind, gates map[string]Gate) string {
+	var out []string
+	for _, g := range GatesFor(gvk) {
+		if p := gates[g].partial(); p != "" {
+			out = append(out, "feature gate "+g+" is "+p)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Check checks each object against the cluster's discovery; gates are the
@@ -127,7 +166,7 @@ func Check(disc discovery.DiscoveryInterface, gates map[string]Gate, objs []Obje
 			served[gv.String()] = kinds
 		}
 		if kinds[o.Kind] {
-			out = append(out, Result{Object: o, Served: true})
+			out = append(out, Result{Object: o, Served: true, Partial: partialGates(gv.WithKind(o.Kind), gates)})
 			continue
 		}
 		out = append(out, Result{Object: o, Reason: explain(gv, o.Kind, kinds != nil, gates)})
@@ -147,6 +186,9 @@ func explain(gv schema.GroupVersion, kind string, gvServed bool, gates map[strin
 			state := "disabled"
 			if st.Enabled {
 				state = "enabled"
+			}
+			if p := st.partial(); p != "" {
+				state = p
 			}
 			s += fmt.Sprintf(" (%s, %s)", st.Stage, state)
 		}

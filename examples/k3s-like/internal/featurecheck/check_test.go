@@ -74,3 +74,28 @@ func TestTable(t *testing.T) {
 	}
 	assert.NotEmpty(t, KnownGates())
 }
+
+// TestCheckPartial: an object that is served but needs a gate enabled only
+// on some nodes is PARTIAL, naming the gate, the count and the nodes; a
+// missing one says the gate is partial.
+func TestCheckPartial(t *testing.T) {
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "certificates.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "podcertificaterequests", Kind: "PodCertificateRequest"}}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+	}}}
+	gates := map[string]Gate{"PodCertificateRequest": {Stage: "Beta", Enabled: true, Cluster: "partial", Nodes: "4987/5000", Disagreeing: "node-0007,node-0009 (+11)"}}
+	objs := []Object{
+		{APIVersion: "certificates.k8s.io/v1beta1", Kind: "PodCertificateRequest", Name: "pcr"},
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+	}
+	res, err := Check(disc, gates, objs)
+	require.NoError(t, err)
+	assert.Equal(t, "PARTIAL  certificates.k8s.io/v1beta1 PodCertificateRequest pcr: served, but feature gate PodCertificateRequest is partial: enabled on 4987/5000 nodes, disagreeing: node-0007,node-0009 (+11)", res[0].String())
+	assert.Equal(t, "ok       apps/v1 Deployment web", res[1].String())
+
+	disc.Resources = disc.Resources[1:] // v1beta1 not served
+	res, err = Check(disc, gates, objs[:1])
+	require.NoError(t, err)
+	assert.False(t, res[0].Served)
+	assert.Contains(t, res[0].Reason, "feature gate PodCertificateRequest (Beta, partial: enabled on 4987/5000 nodes, disagreeing: node-0007,node-0009 (+11))")
+}

@@ -1,0 +1,392 @@
+package featurepub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// SummarizerName is the summarizer's component name in the harness.
+const SummarizerName = "feature-summarizer"
+
+// Summarizer is a server's harness component that keeps the cluster's view
+// of every Feature object (Summarize: ClusterEnabled, the nodes' summaries,
+// the Enabled condition) from the servers' entries and the nodes'
+// NodeFeatureReports. It watches the three kinds and, Interval after a
+// change, applies the Features whose view changed, and only those; it
+// deletes the FeatureProfiles no report names that are older than
+// ProfileGrace. Every server may run one: they share a field manager and
+// apply the same content, which the apiserver does not write again. It
+// never fails the harness.
+type Summarizer struct {
+	// Kubeconfig is the admin kubeconfig the server writes after the
+	// barrier.
+	Kubeconfig string
+	// FieldManager is the server-side apply field manager, the same in
+	// every server; "" means "kubeharness/node-summary".
+	FieldManager string
+	// UserAgent is the client's; "" means "kubeharness-feature-summarizer".
+	UserAgent string
+	// Interval is how long changes are gathered before one recomputation;
+	// 0 means 2 s.
+	Interval time.Duration
+	// ProfileGrace is how old an unreferenced profile gets before it is
+	// deleted; 0 means 10 minutes.
+	ProfileGrace time.Duration
+	// Logf logs a line; nil logs nothing.
+	Logf func(format string, args ...any)
+
+	mu      sync.Mutex
+	last    map[string]Summary
+	applied atomic.Int64
+}
+
+var (
+	_ harness.Component = (*Summarizer)(nil)
+	_ harness.Readier   = (*Summarizer)(nil)
+	_ harness.Renewer   = (*Summarizer)(nil)
+)
+
+// Name returns SummarizerName.
+func (s *Summarizer) Name() string { return SummarizerName }
+
+// AddFlags adds no flags.
+func (s *Summarizer) AddFlags(*scoping.Scope) error { return nil }
+
+// Ready returns nil at once: nothing waits for the summaries.
+func (s *Summarizer) Ready(context.Context) error { return nil }
+
+// Renew is harness.Renewer's: a new, unstarted Summarizer with the same
+// settings.
+func (s *Summarizer) Renew() harness.Component {
+	return &Summarizer{Kubeconfig: s.Kubeconfig, FieldManager: s.FieldManager, UserAgent: s.UserAgent,
+		Interval: s.Interval, ProfileGrace: s.ProfileGrace, Logf: s.Logf}
+}
+
+// Last returns the summaries of the last recomputation, by the gate's exact
+// name; nil before the first.
+func (s *Summarizer) Last() map[string]Summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.last)
+}
+
+// Applied is the number of Feature applies the summarizer made.
+func (s *Summarizer) Applied() int64 { return s.applied.Load() }
+
+func (s *Summarizer) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+func (s *Summarizer) fieldManager() string {
+	if s.FieldManager != "" {
+		return s.FieldManager
+	}
+	return "kubeharness/node-summary"
+}
+
+// Run watches and applies until ctx ends; it always returns nil.
+func (s *Summarizer) Run(ctx context.Context) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		s.logf("feature-summarizer: kubeconfig %s: %v", s.Kubeconfig, err)
+		<-ctx.Done()
+		return nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = s.UserAgent
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "kubeharness-feature-summarizer"
+	}
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second}
+	for attempt := 1; ; attempt++ {
+		err := InstallCRDs(ctx, cfg)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		d := backoff.Step()
+		s.logf("feature-summarizer: attempt %d: %v; retrying in %s", attempt, err, d.Round(time.Millisecond))
+		if !sleep(ctx, d) {
+			return nil
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		s.logf("feature-summarizer: %v", err)
+		<-ctx.Done()
+		return nil
+	}
+	return s.watch(ctx, dyn)
+}
+
+func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	defer factory.Shutdown()
+	dirty := make(chan struct{}, 1)
+	mark := func() {
+		select {
+		case dirty <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { mark() },
+		UpdateFunc: func(any, any) { mark() },
+		DeleteFunc: func(any) { mark() },
+	}
+	var stores [3]cache.Store // features, reports, profiles
+	for i, gvr := range []schema.GroupVersionResource{featuresv1alpha1.Resource, featuresv1alpha1.NodeFeatureReportResource, featuresv1alpha1.FeatureProfileResource} {
+		inf := factory.ForResource(gvr).Informer()
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+		stores[i] = inf.GetStore()
+	}
+	factory.Start(ctx.Done())
+	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			s.logf("feature-summarizer: %s not synced: %v", gvr.Resource, ctx.Err())
+			return nil
+		}
+	}
+	interval := s.Interval
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	reports := &reportCache{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-dirty:
+		}
+		if !sleep(ctx, interval) {
+			return nil
+		}
+		select { // the changes of the interval are in this round
+		case <-dirty:
+		default:
+		}
+		err := s.round(ctx, dyn, stores[0].List(), reports.of(stores[1].List()), stores[2].List())
+		if err != nil && ctx.Err() == nil {
+			s.logf("feature-summarizer: %v; trying again", err)
+			if !sleep(ctx, 5*time.Second) {
+				return nil
+			}
+			mark()
+		}
+	}
+}
+
+// round recomputes every summary, applies those that changed and deletes
+// the profiles no report names.
+func (s *Summarizer) round(ctx context.Context, dyn dynamic.Interface, featureObjs []any, reports []featuresv1alpha1.NodeFeatureReport, profileObjs []any) error {
+	features := make([]featuresv1alpha1.Feature, 0, len(featureObjs))
+	var errs []error
+	for _, o := range featureObjs {
+		var f featuresv1alpha1.Feature
+		if err := fromObject(o, &f); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		features = append(features, f)
+	}
+	profiles := make(map[string]*featuresv1alpha1.FeatureProfile, len(profileObjs))
+	for _, o := range profileObjs {
+		p := &featuresv1alpha1.FeatureProfile{}
+		if err := fromObject(o, p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		profiles[p.Name] = p
+	}
+	sums := Summarize(features, reports, profiles)
+	s.mu.Lock()
+	s.last = sums
+	s.mu.Unlock()
+
+	var g errgroup.Group // no WithContext: one failed apply does not cancel the others
+	g.SetLimit(8)
+	var failed []error
+	var mu sync.Mutex
+	res := dyn.Resource(featuresv1alpha1.Resource)
+	for i := range features {
+		f := &features[i]
+		want, ok := sums[f.Status.Name]
+		if !ok || equalSummary(currentSummary(f), want) {
+			continue
+		}
+		g.Go(func() error {
+			if err := s.apply(ctx, res, f, want); err != nil {
+				mu.Lock()
+				failed = append(failed, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if len(failed) > 0 {
+		errs = append(errs, fmt.Errorf("%d applies failed, first: %w", len(failed), failed[0]))
+	}
+	errs = append(errs, s.removeProfiles(ctx, dyn, reports, profiles))
+	return errors.Join(errs...)
+}
+
+// currentSummary is the summary f holds.
+func currentSummary(f *featuresv1alpha1.Feature) Summary {
+	s := Summary{ClusterEnabled: f.Status.ClusterEnabled, NodesEnabled: f.Status.NodesEnabled, Disagreeing: f.Status.Disagreeing, Nodes: f.Status.Nodes}
+	if c := meta.FindStatusCondition(f.Status.Conditions, featuresv1alpha1.ConditionEnabled); c != nil {
+		s.Condition = *c
+		s.Condition.LastTransitionTime = metav1.Time{}
+	}
+	return s
+}
+
+func equalSummary(a, b Summary) bool { return equality.Semantic.DeepEqual(a, b) }
+
+// summaryApply is the apply configuration of the fields the summarizer owns.
+type summaryApply struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Status struct {
+		ClusterEnabled string                                `json:"clusterEnabled,omitempty"`
+		NodesEnabled   string                                `json:"nodesEnabled,omitempty"`
+		Disagreeing    string                                `json:"disagreeing,omitempty"`
+		Nodes          []featuresv1alpha1.NodeFeatureSummary `json:"nodes,omitempty"`
+		Conditions     []metav1.Condition                    `json:"conditions"`
+	} `json:"status"`
+}
+
+// apply writes want into f with server-side apply, keeping the condition's
+// transition time while its status stays.
+func (s *Summarizer) apply(ctx context.Context, res dynamic.NamespaceableResourceInterface, f *featuresv1alpha1.Feature, want Summary) error {
+	var a summaryApply
+	a.APIVersion, a.Kind = featuresv1alpha1.SchemeGroupVersion.String(), "Feature"
+	a.Metadata.Name = f.Name
+	a.Status.ClusterEnabled, a.Status.NodesEnabled, a.Status.Disagreeing, a.Status.Nodes = want.ClusterEnabled, want.NodesEnabled, want.Disagreeing, want.Nodes
+	c := want.Condition
+	c.LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
+	if old := meta.FindStatusCondition(f.Status.Conditions, featuresv1alpha1.ConditionEnabled); old != nil && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	a.Status.Conditions = []metav1.Condition{c}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	force := true
+	if _, err := res.Patch(ctx, f.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: s.fieldManager(), Force: &force}); err != nil {
+		return fmt.Errorf("apply Feature %s: %w", f.Name, err)
+	}
+	s.applied.Add(1)
+	return nil
+}
+
+// removeProfiles deletes the profiles no report names that are older than
+// ProfileGrace (a node creates its profile before its report).
+func (s *Summarizer) removeProfiles(ctx context.Context, dyn dynamic.Interface, reports []featuresv1alpha1.NodeFeatureReport, profiles map[string]*featuresv1alpha1.FeatureProfile) error {
+	grace := s.ProfileGrace
+	if grace <= 0 {
+		grace = 10 * time.Minute
+	}
+	named := map[string]bool{}
+	for _, r := range reports {
+		for _, c := range r.Spec.Components {
+			named[c.Profile] = true
+		}
+	}
+	res := dyn.Resource(featuresv1alpha1.FeatureProfileResource)
+	var errs []error
+	for name, p := range profiles {
+		if named[name] || time.Since(p.CreationTimestamp.Time) < grace {
+			continue
+		}
+		uid := p.UID
+		err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("delete FeatureProfile %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fromObject(o any, into any) error {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("unexpected object %T in the informer's store", o)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+	}
+	return nil
+}
+
+// reportCache keeps the typed reports by name and resource version, so
+// that a round converts only the reports that changed.
+type reportCache struct {
+	byName map[string]cachedReport
+}
+
+type cachedReport struct {
+	resourceVersion string
+	report          featuresv1alpha1.NodeFeatureReport
+}
+
+// of returns the reports of objs; one that does not convert is left out
+// (its writer's problem, not every other node's).
+func (c *reportCache) of(objs []any) []featuresv1alpha1.NodeFeatureReport {
+	next := make(map[string]cachedReport, len(objs))
+	out := make([]featuresv1alpha1.NodeFeatureReport, 0, len(objs))
+	for _, o := range objs {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		cr, ok := c.byName[u.GetName()]
+		if !ok || cr.resourceVersion != u.GetResourceVersion() {
+			cr = cachedReport{resourceVersion: u.GetResourceVersion()}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cr.report); err != nil {
+				continue
+			}
+		}
+		next[u.GetName()] = cr
+		out = append(out, cr.report)
+	}
+	c.byName = next
+	return out
+}

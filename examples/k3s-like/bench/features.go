@@ -1,0 +1,628 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// The features benchmark (-features): the real k3s-like server, N Node
+// objects, and N light fake nodes that speak the reporters' protocol
+// (featurepub.BuildNodeReport and NodeReport.Send, the code a node runs)
+// with the admin credential. 10 % of the nodes run one gate off that the
+// others run on; half run a "v1.36.3" kubelet whose profile lacks three
+// gates.
+
+// featureRun is one scale's figures.
+type featureRun struct {
+	nodes                                   int
+	featureBytes, reportBytes, profileBytes int // the largest object of each kind, as JSON
+	profiles                                int
+	firstStart, steady, restart, upgrade    phase
+	steadyWindow                            time.Duration
+	visible                                 time.Duration // one node's gate change to kubectl get feature
+	disagreeing                             string        // the Feature's sample, as kubectl shows it
+	nodesEnabled                            string
+}
+
+// phase is what one phase cost: its wall time until the Features showed
+// it, the writes and reads to the group's resources, the summarizer's
+// Feature applies among them, and the process's CPU by component.
+type phase struct {
+	took          time.Duration
+	writes, reads float64
+	applies       float64
+	cpu           map[string]time.Duration
+}
+
+func (p phase) writesPerSecond() float64 { return p.writes / p.took.Seconds() }
+
+// fakeFleet are the fake nodes' plans and names.
+type fakeFleet struct {
+	names   []string
+	reports []featurepub.NodeReport
+}
+
+// fleetPlans derives the fakes' plans from the server's: gate on in 90 %
+// (SET-BY kubelet=true) and off in 10 %, half of each at v1.36.3 without
+// the three gates dropped; extra, if not "", is on (SET-BY kubelet=true)
+// in every node.
+func fleetReports(base *scoping.Plan, n int, gate, extra string, dropped []string) (fakeFleet, error) {
+	var fl fakeFleet
+	for i := range n {
+		name := fmt.Sprintf("fake-node-%05d", i)
+		on := i%10 != 9
+		old := i%2 == 1
+		p := *base
+		p.Components = []string{names.Kubelet, names.KubeProxy}
+		p.Features = nil
+		if old {
+			p.BinaryVersion = "v1.36.3"
+		}
+		for _, f := range base.Features {
+			if old && slices.Contains(dropped, f.Name) {
+				continue
+			}
+			f.Requests, f.Source = nil, scoping.SourceDefault
+			f.Enabled = f.Default
+			switch {
+			case f.Name == gate:
+				f.Enabled = on
+				if on {
+					f.Source, f.Requests = scoping.SourceFlag, []scoping.Request{{Component: names.Kubelet, Value: "true", Flag: "--feature-gates=" + gate + "=true"}}
+				}
+			case f.Name == extra:
+				f.Enabled = true
+				f.Source, f.Requests = scoping.SourceFlag, []scoping.Request{{Component: names.Kubelet, Value: "true", Flag: "--feature-gates=" + extra + "=true"}}
+			}
+			p.Features = append(p.Features, f)
+		}
+		r, err := featurepub.BuildNodeReport(&p, name)
+		if err != nil {
+			return fl, err
+		}
+		fl.names = append(fl.names, name)
+		fl.reports = append(fl.reports, r)
+	}
+	return fl, nil
+}
+
+// sendAll sends the reports of fl, workers at a time, each with its
+// Node's owner reference.
+func sendAll(ctx context.Context, dyn dynamic.Interface, fl fakeFleet, uids map[string]string, which []int) error {
+	const workers = 64
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		first error
+		mu    sync.Mutex
+	)
+	if which == nil {
+		which = make([]int, len(fl.names))
+		for i := range which {
+			which[i] = i
+		}
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(which) {
+					return
+				}
+				i := which[k]
+				owner := featurepub.NodeOwner(fl.names[i], types.UID(uids[fl.names[i]]))
+				var err error
+				for attempt := 0; attempt < 5; attempt++ { // a conflict: read again
+					if _, err = fl.reports[i].Send(ctx, dyn, owner); err == nil {
+						break
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// createBareNodes creates n Nodes named as the fleet's, workers at a time,
+// and returns their UIDs.
+func createBareNodes(ctx context.Context, c kubernetes.Interface, fl fakeFleet) (map[string]string, error) {
+	uids := make(map[string]string, len(fl.names))
+	var mu sync.Mutex
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first error
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(fl.names) {
+					return
+				}
+				n, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fl.names[i]}}, metav1.CreateOptions{})
+				mu.Lock()
+				if err != nil && first == nil {
+					first = err
+				}
+				if err == nil {
+					uids[n.Name] = string(n.UID)
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return uids, first
+}
+
+// groupRequests sums apiserver_request_total of features.kubeharness.io
+// from /metrics: writes (POST, PUT, PATCH, APPLY, DELETE), reads (GET,
+// LIST, WATCH) and the applies to features.
+func groupRequests(ctx context.Context, c kubernetes.Interface) (writes, reads, applies float64, err error) {
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `group="`+featuresv1alpha1.GroupName+`"`) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, perr := strconv.ParseFloat(line[i+1:], 64)
+		if perr != nil {
+			continue
+		}
+		verb := label(line, "verb")
+		switch verb {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
+			writes += v
+			if verb == "APPLY" && label(line, "resource") == "features" {
+				applies += v
+			}
+		case "GET", "LIST", "WATCH":
+			reads += v
+		}
+	}
+	return writes, reads, applies, sc.Err()
+}
+
+// label is the value of name in a Prometheus text line's labels.
+func label(line, name string) string {
+	_, after, ok := strings.Cut(line, name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, `"`)
+	return v
+}
+
+// measurePhase runs f and then waits until done reports true, and returns
+// the phase's figures.
+func measurePhase(ctx context.Context, c kubernetes.Interface, statusAddr string, f func() error, done func() (bool, error)) (phase, error) {
+	var ph phase
+	w0, r0, a0, err := groupRequests(ctx, c)
+	if err != nil {
+		return ph, err
+	}
+	stopCPU := startComponentCPU(statusAddr)
+	start := time.Now()
+	err = f()
+	for err == nil {
+		var ok bool
+		if ok, err = done(); ok || err != nil {
+			break
+		}
+		if time.Since(start) > 5*time.Minute {
+			err = errors.New("not converged within 5 minutes")
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ph.took = time.Since(start)
+	cpu, cerr := stopCPU()
+	if err == nil {
+		err = cerr
+	}
+	ph.cpu = cpu
+	w1, r1, a1, merr := groupRequests(ctx, c)
+	if err == nil {
+		err = merr
+	}
+	ph.writes, ph.reads, ph.applies = w1-w0, r1-r0, a1-a0
+	return ph, err
+}
+
+// featureStatus is the summarizer's fields of the Feature of gate.
+func featureStatus(ctx context.Context, dyn dynamic.Interface, gate string) (nodesEnabled, disagreeing string, err error) {
+	u, err := dyn.Resource(featuresv1alpha1.Resource).Get(ctx, featurepub.ObjectName(gate), metav1.GetOptions{})
+	if err != nil {
+		return "", "", err
+	}
+	nodesEnabled, _, _ = unstructured.NestedString(u.Object, "status", "nodesEnabled")
+	disagreeing, _, _ = unstructured.NestedString(u.Object, "status", "disagreeing")
+	return nodesEnabled, disagreeing, nil
+}
+
+// largest is the size of the largest object of res, as JSON.
+func largest(ctx context.Context, dyn dynamic.Interface, res schema.GroupVersionResource) (size, count int, err error) {
+	list, err := dyn.Resource(res).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, item := range list.Items {
+		b, err := json.Marshal(item.Object)
+		if err != nil {
+			return 0, 0, err
+		}
+		size = max(size, len(b))
+	}
+	return size, len(list.Items), nil
+}
+
+// measureFeatures runs one scale: the server, n Nodes and their fakes.
+func measureFeatures(c config, n int) (featureRun, error) {
+	r := featureRun{nodes: n, steadyWindow: 60 * time.Second}
+	dir, err := os.MkdirTemp("", "kubeharness-bench-features-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dir)
+	p, err := freePorts()
+	if err != nil {
+		return r, err
+	}
+	logs := &procLogs{}
+	cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
+	cmd.Stdout, cmd.Stderr = logs.for_("k3s-like"), logs.for_("k3s-like")
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	procs := []*exec.Cmd{cmd}
+	defer killAll(procs)
+	failed := func(what string, err error) error {
+		return fmt.Errorf("%d nodes: %s: %w\n--- last log lines ---\n%s", n, what, err, logs.tails(20))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	kubeconfig := datadir.PKI(dir).AdminKubeconfig()
+	if err := waitFile(ctx, kubeconfig, procs); err != nil {
+		return r, failed("start", err)
+	}
+	client, cfg, err := adminClient(kubeconfig)
+	if err != nil {
+		return r, err
+	}
+	if err := waitReady(ctx, client, cfg, p, procs); err != nil {
+		return r, failed("ready", err)
+	}
+	cfg.QPS, cfg.Burst = 2000, 4000 // n nodes, each its own client: no client-side throttling
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return r, err
+	}
+	statusAddr := "127.0.0.1:" + strconv.Itoa(p.status)
+	plan, err := serverPlan(statusAddr)
+	if err != nil {
+		return r, failed("plan", err)
+	}
+	gate, extra, dropped, err := pickGates(plan)
+	if err != nil {
+		return r, err
+	}
+	// The Features published and summarized before the nodes come.
+	if err := waitUntil(ctx, 2*time.Minute, func() (bool, error) {
+		ne, _, err := featureStatus(ctx, dyn, gate)
+		return err == nil && ne == "" && summarized(ctx, dyn, gate), nil
+	}); err != nil {
+		return r, failed("Features summarized", err)
+	}
+
+	fl, err := fleetReports(plan, n, gate, "", dropped)
+	if err != nil {
+		return r, err
+	}
+	uids, err := createBareNodes(ctx, client, fl)
+	if err != nil {
+		return r, failed("Nodes", err)
+	}
+	on := n - n/10
+	want := fmt.Sprintf("%d/%d", on, n)
+	converged := func(want string) func() (bool, error) {
+		return func() (bool, error) {
+			ne, _, err := featureStatus(ctx, dyn, gate)
+			return err == nil && ne == want, nil
+		}
+	}
+
+	// Every node starts for the first time, at once.
+	if r.firstStart, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, fl, uids, nil) }, converged(want)); err != nil {
+		return r, failed("first start", err)
+	}
+	// Steady state: every node reads its report again every 10 minutes
+	// (±50 %); over the window, a window/10 min share of them.
+	share := int(float64(n) * r.steadyWindow.Seconds() / 600)
+	if r.steady, err = measurePhase(ctx, client, statusAddr, func() error {
+		tick := r.steadyWindow / time.Duration(max(share, 1))
+		for i := range share {
+			if err := sendAll(ctx, dyn, fl, uids, []int{(i * 7919) % n}); err != nil {
+				return err
+			}
+			time.Sleep(tick)
+		}
+		return nil
+	}, func() (bool, error) { return true, nil }); err != nil {
+		return r, failed("steady state", err)
+	}
+	// Every node restarts at once with the same gates.
+	if r.restart, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, fl, uids, nil) }, converged(want)); err != nil {
+		return r, failed("restart", err)
+	}
+	// One node turns the gate on: how long until kubectl get feature shows it.
+	flip := n - 1 // i%10 == 9: off
+	oneOn, err := onePlanOn(plan, gate, fl.names[flip], flip%2 == 1, dropped)
+	if err != nil {
+		return r, err
+	}
+	want = fmt.Sprintf("%d/%d", on+1, n)
+	t0 := time.Now()
+	if err := sendAll(ctx, dyn, fakeFleet{names: fl.names[flip : flip+1], reports: []featurepub.NodeReport{oneOn}}, uids, nil); err != nil {
+		return r, failed("one node's change", err)
+	}
+	if err := waitUntil(ctx, 5*time.Minute, converged(want)); err != nil {
+		return r, failed("one node's change visible", err)
+	}
+	r.visible = time.Since(t0)
+	// Every node restarts at once with one more gate on: an upgrade.
+	up, err := fleetReports(plan, n, gate, extra, dropped)
+	if err != nil {
+		return r, err
+	}
+	up.reports[flip] = oneOn // as it was
+	wantExtra := fmt.Sprintf("%d/%d", n, n)
+	if r.upgrade, err = measurePhase(ctx, client, statusAddr, func() error {
+		others := make([]int, 0, n)
+		for i := range n {
+			if i != flip {
+				others = append(others, i)
+			}
+		}
+		return sendAll(ctx, dyn, up, uids, others)
+	}, func() (bool, error) {
+		ne, _, err := featureStatus(ctx, dyn, extra)
+		return err == nil && ne == wantExtra, nil
+	}); err != nil {
+		return r, failed("upgrade", err)
+	}
+	r.nodesEnabled, r.disagreeing, err = featureStatus(ctx, dyn, gate)
+	if err != nil {
+		return r, err
+	}
+	if r.featureBytes, _, err = largest(ctx, dyn, featuresv1alpha1.Resource); err != nil {
+		return r, err
+	}
+	if r.reportBytes, _, err = largest(ctx, dyn, featuresv1alpha1.NodeFeatureReportResource); err != nil {
+		return r, err
+	}
+	if r.profileBytes, r.profiles, err = largest(ctx, dyn, featuresv1alpha1.FeatureProfileResource); err != nil {
+		return r, err
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		return r, failed("stop", errors.New("did not exit within 60 s of SIGTERM"))
+	}
+	return r, nil
+}
+
+// onePlanOn is the report of the node named name with gate on.
+func onePlanOn(base *scoping.Plan, gate, name string, old bool, dropped []string) (featurepub.NodeReport, error) {
+	fl, err := fleetReports(base, 2, gate, "", dropped) // fake-node-00000: on, fake-node-00001: on and old
+	if err != nil {
+		return featurepub.NodeReport{}, err
+	}
+	r := fl.reports[0]
+	if old {
+		r = fl.reports[1]
+	}
+	r.Report = r.Report.DeepCopy()
+	r.Report.Name = name
+	return r, nil
+}
+
+// summarized reports whether the Feature of gate has the summarizer's
+// fields.
+func summarized(ctx context.Context, dyn dynamic.Interface, gate string) bool {
+	u, err := dyn.Resource(featuresv1alpha1.Resource).Get(ctx, featurepub.ObjectName(gate), metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "status", "clusterEnabled")
+	return v != ""
+}
+
+func waitUntil(ctx context.Context, timeout time.Duration, ok func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, err := ok()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// serverPlan is the server's plan from its status endpoint.
+func serverPlan(statusAddr string) (*scoping.Plan, error) {
+	resp, err := http.Get("http://" + statusAddr + "/features")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var plan scoping.Plan
+	if err := json.NewDecoder(resp.Body).Decode(&plan); err != nil {
+		return nil, err
+	}
+	return &plan, nil
+}
+
+// pickGates: the disagreeing gate is testenv.KubeletGate (alpha, off by
+// default); the upgrade's is the first other alpha gate off by default;
+// the three "v1.36.3 lacks" are the last three alpha gates by name.
+func pickGates(plan *scoping.Plan) (gate, extra string, dropped []string, err error) {
+	gate = testenv.KubeletGate
+	var alpha []string
+	for _, f := range plan.Features {
+		if f.Stage == "Alpha" && !f.Default && !f.LockedToDefault && f.Name != gate && !strings.HasPrefix(f.Name, "All") {
+			alpha = append(alpha, f.Name)
+		}
+	}
+	slices.Sort(alpha)
+	if len(alpha) < 4 {
+		return "", "", nil, fmt.Errorf("the plan has %d alpha gates off by default; 4 needed", len(alpha))
+	}
+	return gate, alpha[0], alpha[len(alpha)-3:], nil
+}
+
+// runFeatures runs every scale of c.featureScales and writes the report to
+// c.featuresOut.
+func runFeatures(c config) error {
+	built := provenance(c.k3sLike)
+	load0 := loadAverage()
+	var runs []featureRun
+	t0 := time.Now()
+	for _, n := range c.featureScales {
+		fmt.Fprintf(os.Stderr, "bench: features at %d nodes (%s into the bench)\n", n, time.Since(t0).Round(time.Second))
+		r, err := measureFeatures(c, n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "bench: %d nodes: largest Feature %d B, steady %.2f writes/s, first start %s (%.0f writes), restart %s (%.0f writes), visible in %s\n",
+			n, r.featureBytes, r.steady.writesPerSecond(), r.firstStart.took.Round(time.Millisecond), r.firstStart.writes,
+			r.restart.took.Round(time.Millisecond), r.restart.writes, r.visible.Round(time.Millisecond))
+		runs = append(runs, r)
+	}
+	report := renderFeatures(runs, time.Since(t0), load0, built)
+	return os.WriteFile(c.featuresOut, []byte(report), 0o644)
+}
+
+// renderFeatures is the Markdown report of the runs.
+func renderFeatures(runs []featureRun, took time.Duration, load0, built string) string {
+	var sb strings.Builder
+	sb.WriteString("# Feature discovery at scale: node reports against the real k3s-like server\n\n")
+	fmt.Fprintf(&sb, "`make bench-features` (%s), %s, %s; load average before: %s. One run per scale, %s in all.\n\n",
+		"examples/k3s-like/bench -features", built, memTotal(), load0, took.Round(time.Second))
+	sb.WriteString("Each scale starts `k3s-like server --disable-agent` on loopback, creates N Node objects, and runs N fake nodes that speak the reporters' protocol (`featurepub.BuildNodeReport`, `NodeReport.Send`: the code each node runs) with the admin credential. " +
+		"10 % of the nodes run `" + testenv.KubeletGate + "` off, the others on (SET-BY kubelet=true); half run a \"v1.36.3\" kubelet whose profile lacks three gates. " +
+		"Writes and reads are the apiserver's `apiserver_request_total` of group features.kubeharness.io over each phase; CPU is the process's, by component (pprof labels), over the phase. " +
+		"A phase lasts until `kubectl get feature` shows its outcome.\n\n")
+	sb.WriteString("| | " + joinRuns(runs, func(r featureRun) string { return strconv.Itoa(r.nodes) + " nodes" }) + "\n")
+	sb.WriteString("|---|" + strings.Repeat("---|", len(runs)) + "\n")
+	row := func(name string, f func(featureRun) string) {
+		sb.WriteString("| " + name + " | " + joinRuns(runs, f) + "\n")
+	}
+	kib := func(b int) string { return fmt.Sprintf("%.1f KiB", float64(b)/1024) }
+	row("largest Feature object (limit 64 KiB; etcd's request limit 1.5 MiB)", func(r featureRun) string {
+		return kib(r.featureBytes) + " " + met(r.featureBytes <= 64<<10)
+	})
+	row("largest NodeFeatureReport", func(r featureRun) string { return kib(r.reportBytes) })
+	row("FeatureProfiles (largest)", func(r featureRun) string { return fmt.Sprintf("%d (%s)", r.profiles, kib(r.profileBytes)) })
+	row("the disagreeing gate: NODES, DISAGREEING", func(r featureRun) string { return "`" + r.nodesEnabled + "`, `" + r.disagreeing + "`" })
+	steady := func(r featureRun) string {
+		w := r.steady.writes / r.steady.took.Seconds()
+		return fmt.Sprintf("%.2f writes/s, %.1f reads/s over %s %s", w, r.steady.reads/r.steady.took.Seconds(), r.steady.took.Round(time.Second), met(w <= 1))
+	}
+	row("steady state (each node re-reads every 10 min)", steady)
+	ph := func(p phase) string {
+		return fmt.Sprintf("%s: %.0f writes (%.0f Feature applies), %.0f/s; %.0f reads; apiserver CPU %s, summarizer %s",
+			p.took.Round(100*time.Millisecond), p.writes, p.applies, p.writes/p.took.Seconds(), p.reads,
+			p.cpu[names.APIServer].Round(10*time.Millisecond), p.cpu[featurepub.SummarizerName].Round(10*time.Millisecond))
+	}
+	row("every node starts for the first time, at once", func(r featureRun) string { return ph(r.firstStart) })
+	row("every node restarts at once, same gates", func(r featureRun) string { return ph(r.restart) })
+	row("every node restarts at once with one more gate on", func(r featureRun) string { return ph(r.upgrade) })
+	row("one node's gate change until `kubectl get feature` shows it (limit 60 s)", func(r featureRun) string {
+		return r.visible.Round(10*time.Millisecond).String() + " " + met(r.visible <= 60*time.Second)
+	})
+	return sb.String()
+}
+
+func joinRuns(runs []featureRun, f func(featureRun) string) string {
+	var parts []string
+	for _, r := range runs {
+		parts = append(parts, f(r)+" |")
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseNodeCounts parses -features: positive node counts, comma-separated.
+func parseNodeCounts(spec string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 {
+			return nil, fmt.Errorf("-features %q: %q is not a node count of at least 10", spec, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
