@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -60,6 +61,7 @@ type phase struct {
 	took          time.Duration
 	writes, reads float64
 	applies       float64
+	byVerb        map[string]float64 // writes by "VERB resource code"
 	cpu           map[string]time.Duration
 }
 
@@ -202,11 +204,12 @@ func createBareNodes(ctx context.Context, c kubernetes.Interface, fl fakeFleet) 
 // groupRequests sums apiserver_request_total of features.kubeharness.io
 // from /metrics: writes (POST, PUT, PATCH, APPLY, DELETE), reads (GET,
 // LIST, WATCH) and the applies to features.
-func groupRequests(ctx context.Context, c kubernetes.Interface) (writes, reads, applies float64, err error) {
+func groupRequests(ctx context.Context, c kubernetes.Interface) (writes, reads, applies float64, byVerb map[string]float64, err error) {
 	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, nil, err
 	}
+	byVerb = map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -223,6 +226,7 @@ func groupRequests(ctx context.Context, c kubernetes.Interface) (writes, reads, 
 		switch verb {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
 			writes += v
+			byVerb[verb+" "+label(line, "resource")+" "+label(line, "code")] += v
 			if verb == "APPLY" && label(line, "resource") == "features" {
 				applies += v
 			}
@@ -230,7 +234,7 @@ func groupRequests(ctx context.Context, c kubernetes.Interface) (writes, reads, 
 			reads += v
 		}
 	}
-	return writes, reads, applies, sc.Err()
+	return writes, reads, applies, byVerb, sc.Err()
 }
 
 // label is the value of name in a Prometheus text line's labels.
@@ -247,7 +251,7 @@ func label(line, name string) string {
 // the phase's figures.
 func measurePhase(ctx context.Context, c kubernetes.Interface, statusAddr string, f func() error, done func() (bool, error)) (phase, error) {
 	var ph phase
-	w0, r0, a0, err := groupRequests(ctx, c)
+	w0, r0, a0, v0, err := groupRequests(ctx, c)
 	if err != nil {
 		return ph, err
 	}
@@ -271,11 +275,17 @@ func measurePhase(ctx context.Context, c kubernetes.Interface, statusAddr string
 		err = cerr
 	}
 	ph.cpu = cpu
-	w1, r1, a1, merr := groupRequests(ctx, c)
+	w1, r1, a1, v1, merr := groupRequests(ctx, c)
 	if err == nil {
 		err = merr
 	}
 	ph.writes, ph.reads, ph.applies = w1-w0, r1-r0, a1-a0
+	ph.byVerb = map[string]float64{}
+	for k, v := range v1 {
+		if d := v - v0[k]; d > 0 {
+			ph.byVerb[k] = d
+		}
+	}
 	return ph, err
 }
 
@@ -385,6 +395,11 @@ func measureFeatures(c config, n int) (featureRun, error) {
 	if r.firstStart, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, fl, uids, nil) }, converged(want)); err != nil {
 		return r, failed("first start", err)
 	}
+	// Let the last summarizer rounds of the start finish: steady state
+	// begins after 5 s without a write (at most a minute).
+	if err := quiet(ctx, client, 5*time.Second, time.Minute); err != nil {
+		return r, failed("settling", err)
+	}
 	// Steady state: every node reads its report again every 10 minutes
 	// (±50 %); over the window, a window/10 min share of them.
 	share := int(float64(n) * r.steadyWindow.Seconds() / 600)
@@ -406,7 +421,7 @@ func measureFeatures(c config, n int) (featureRun, error) {
 	}
 	// One node turns the gate on: how long until kubectl get feature shows it.
 	flip := n - 1 // i%10 == 9: off
-	oneOn, err := onePlanOn(plan, gate, fl.names[flip], flip%2 == 1, dropped)
+	oneOn, err := onePlanOn(plan, gate, "", fl.names[flip], flip%2 == 1, dropped)
 	if err != nil {
 		return r, err
 	}
@@ -424,17 +439,11 @@ func measureFeatures(c config, n int) (featureRun, error) {
 	if err != nil {
 		return r, err
 	}
-	up.reports[flip] = oneOn // as it was
+	if up.reports[flip], err = onePlanOn(plan, gate, extra, fl.names[flip], flip%2 == 1, dropped); err != nil { // its gate stays on
+		return r, err
+	}
 	wantExtra := fmt.Sprintf("%d/%d", n, n)
-	if r.upgrade, err = measurePhase(ctx, client, statusAddr, func() error {
-		others := make([]int, 0, n)
-		for i := range n {
-			if i != flip {
-				others = append(others, i)
-			}
-		}
-		return sendAll(ctx, dyn, up, uids, others)
-	}, func() (bool, error) {
+	if r.upgrade, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, up, uids, nil) }, func() (bool, error) {
 		ne, _, err := featureStatus(ctx, dyn, extra)
 		return err == nil && ne == wantExtra, nil
 	}); err != nil {
@@ -464,9 +473,10 @@ func measureFeatures(c config, n int) (featureRun, error) {
 	return r, nil
 }
 
-// onePlanOn is the report of the node named name with gate on.
-func onePlanOn(base *scoping.Plan, gate, name string, old bool, dropped []string) (featurepub.NodeReport, error) {
-	fl, err := fleetReports(base, 2, gate, "", dropped) // fake-node-00000: on, fake-node-00001: on and old
+// onePlanOn is the report of the node named name with gate on (and extra,
+// if not "").
+func onePlanOn(base *scoping.Plan, gate, extra, name string, old bool, dropped []string) (featurepub.NodeReport, error) {
+	fl, err := fleetReports(base, 2, gate, extra, dropped) // fake-node-00000: on, fake-node-00001: on and old
 	if err != nil {
 		return featurepub.NodeReport{}, err
 	}
@@ -589,12 +599,16 @@ func renderFeatures(runs []featureRun, took time.Duration, load0, built string) 
 	row("the disagreeing gate: NODES, DISAGREEING", func(r featureRun) string { return "`" + r.nodesEnabled + "`, `" + r.disagreeing + "`" })
 	steady := func(r featureRun) string {
 		w := r.steady.writes / r.steady.took.Seconds()
-		return fmt.Sprintf("%.2f writes/s, %.1f reads/s over %s %s", w, r.steady.reads/r.steady.took.Seconds(), r.steady.took.Round(time.Second), met(w <= 1))
+		return fmt.Sprintf("%.2f writes/s (%.0f), %.1f reads/s over %s %s", w, r.steady.writes, r.steady.reads/r.steady.took.Seconds(), r.steady.took.Round(time.Second), met(w <= 1))
 	}
 	row("steady state (each node re-reads every 10 min)", steady)
 	ph := func(p phase) string {
-		return fmt.Sprintf("%s: %.0f writes (%.0f Feature applies), %.0f/s; %.0f reads; apiserver CPU %s, summarizer %s",
-			p.took.Round(100*time.Millisecond), p.writes, p.applies, p.writes/p.took.Seconds(), p.reads,
+		var verbs []string
+		for _, k := range slices.Sorted(maps.Keys(p.byVerb)) {
+			verbs = append(verbs, fmt.Sprintf("%s %.0f", k, p.byVerb[k]))
+		}
+		return fmt.Sprintf("%s: %.0f writes (%s), %.0f/s; %.0f reads; apiserver CPU %s, summarizer %s",
+			p.took.Round(100*time.Millisecond), p.writes, strings.Join(verbs, ", "), p.writes/p.took.Seconds(), p.reads,
 			p.cpu[names.APIServer].Round(10*time.Millisecond), p.cpu[featurepub.SummarizerName].Round(10*time.Millisecond))
 	}
 	row("every node starts for the first time, at once", func(r featureRun) string { return ph(r.firstStart) })
@@ -625,4 +639,28 @@ func parseNodeCounts(spec string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// quiet waits until the group saw no write for calm, at most limit.
+func quiet(ctx context.Context, c kubernetes.Interface, calm, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last, _, _, _, err := groupRequests(ctx, c)
+	if err != nil {
+		return err
+	}
+	since := time.Now()
+	for time.Since(since) < calm {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("writes still going on after %s", limit)
+		}
+		time.Sleep(500 * time.Millisecond)
+		w, _, _, _, err := groupRequests(ctx, c)
+		if err != nil {
+			return err
+		}
+		if w != last {
+			last, since = w, time.Now()
+		}
+	}
+	return nil
 }
