@@ -81,15 +81,21 @@ func (s *profileSet) value(feature string) string {
 }
 
 // classes groups the reports whose profiles are known; a report that names
-// a profile not (yet) seen is left out until it is.
+// a profile not (yet) seen, or one whose name is not the hash of its
+// content (ProfileName: a node wrote values under another's name), is left
+// out.
 func classes(reports []featuresv1alpha1.NodeFeatureReport, profiles map[string]*featuresv1alpha1.FeatureProfile) []*class {
 	sets := map[string]*profileSet{}
+	valid := map[string]bool{}
+	for name, p := range profiles {
+		valid[name] = ProfileName(p.Spec) == name
+	}
 	byKey := map[string]*class{}
 	for i := range reports {
 		r := &reports[i]
 		for _, c := range r.Spec.Components {
 			p, ok := profiles[c.Profile]
-			if !ok {
+			if !ok || !valid[c.Profile] {
 				continue
 			}
 			set := sets[c.Profile]

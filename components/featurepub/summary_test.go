@@ -214,3 +214,21 @@ func TestProfileName(t *testing.T) {
 	assert.Equal(t, []string{"Bar"}, a.Spec.Disabled)
 	assert.Equal(t, int32(1), a.Spec.EnabledCount)
 }
+
+// A profile whose name is not the hash of its content (written by a node
+// under a name another profile has) is not believed: the nodes that name it
+// are not counted.
+func TestSummarizeIgnoresForgedProfiles(t *testing.T) {
+	var fl fleet
+	fl.add("node", 3, "v1.37.2", map[string]bool{"Foo": true}, nil)
+	fl.add("victim", 2, "v1.37.2", map[string]bool{"Foo": false}, nil)
+	for name, p := range fl.profiles {
+		if len(p.Spec.Disabled) == 1 { // the victims': forge it to say Foo is on
+			forged := p.DeepCopy()
+			forged.Spec.Enabled, forged.Spec.Disabled = []string{"Foo"}, nil
+			fl.profiles[name] = forged
+		}
+	}
+	s := featurepub.Summarize([]featuresv1alpha1.Feature{feature("Foo", map[string]bool{"server-a": true})}, fl.reports, fl.profiles)["Foo"]
+	assert.Equal(t, "3/3", s.NodesEnabled, "the two victims are left out, not counted as enabled")
+}
