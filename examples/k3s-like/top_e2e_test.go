@@ -145,7 +145,7 @@ func TestTopShowsTheBusyComponent(t *testing.T) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &status))
-	require.Len(t, status.Components, 7, "etcd, the apiserver, the scheduler, the controller-manager, node-join, manifests, the feature publisher: %s", body)
+	require.Len(t, status.Components, 8, "etcd, the apiserver, the scheduler, the controller-manager, node-join, manifests, the feature publisher and summarizer: %s", body)
 	for _, comp := range status.Components {
 		assert.Equal(t, "ready", comp.State, comp.Name)
 		assert.Positive(t, goroutines[comp.Name], "goroutines of %s", comp.Name)
