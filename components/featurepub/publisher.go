@@ -127,37 +127,21 @@ func (p *Publisher) Published() bool {
 // for ctx. It always returns nil: feature discovery is never a reason to
 // stop the control plane.
 func (p *Publisher) Run(ctx context.Context) error {
-	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: p.maxBackoff()}
-	for attempt := 1; ; attempt++ {
+	published := retry(ctx, "feature-publisher", p.MaxBackoff, p.logf, func() error {
 		start := time.Now()
 		n, removed, err := p.publishOnce(ctx)
 		if err == nil {
-			p.mu.Lock()
-			p.done = true
-			p.mu.Unlock()
 			p.logf("feature-publisher: %d Feature objects applied as %s, %d stale removed, in %s", n, p.fieldManager(), removed, time.Since(start).Round(time.Millisecond))
-			break
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		d := backoff.Step()
-		p.logf("feature-publisher: attempt %d: %v; retrying in %s", attempt, err, d.Round(time.Millisecond))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(d):
-		}
+		return err
+	})
+	if published {
+		p.mu.Lock()
+		p.done = true
+		p.mu.Unlock()
 	}
 	<-ctx.Done()
 	return nil
-}
-
-func (p *Publisher) maxBackoff() time.Duration {
-	if p.MaxBackoff > 0 {
-		return p.MaxBackoff
-	}
-	return 30 * time.Second
 }
 
 func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err error) {

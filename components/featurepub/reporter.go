@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -243,46 +242,23 @@ func (r *Reporter) Run(ctx context.Context) error {
 	if resync <= 0 {
 		resync = 10 * time.Minute
 	}
-	maxBackoff := r.MaxBackoff
-	if maxBackoff <= 0 {
-		maxBackoff = 30 * time.Second
-	}
 	for {
-		backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: maxBackoff}
-		for attempt := 1; ; attempt++ {
+		sent := retry(ctx, "feature-reporter", r.MaxBackoff, r.logf, func() error {
 			writes, err := r.sendOnce(ctx)
-			if err == nil {
-				if writes > 0 || !r.Sent() {
-					r.logf("feature-reporter: node %s reported (%d writes)", r.Node, writes)
-				}
-				r.mu.Lock()
-				r.sent = true
-				r.mu.Unlock()
-				break
+			if err == nil && (writes > 0 || !r.Sent()) {
+				r.logf("feature-reporter: node %s reported (%d writes)", r.Node, writes)
 			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			d := backoff.Step()
-			r.logf("feature-reporter: attempt %d: %v; retrying in %s", attempt, err, d.Round(time.Millisecond))
-			if !sleep(ctx, d) {
-				return nil
-			}
+			return err
+		})
+		if !sent {
+			return nil
 		}
+		r.mu.Lock()
+		r.sent = true
+		r.mu.Unlock()
 		if !sleep(ctx, resync/2+rand.N(resync)) {
 			return nil
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

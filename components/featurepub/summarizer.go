@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
@@ -126,20 +125,8 @@ func (s *Summarizer) Run(ctx context.Context) error {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "kubeharness-feature-summarizer"
 	}
-	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 30 * time.Second}
-	for attempt := 1; ; attempt++ {
-		err := InstallCRDs(ctx, cfg)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		d := backoff.Step()
-		s.logf("feature-summarizer: attempt %d: %v; retrying in %s", attempt, err, d.Round(time.Millisecond))
-		if !sleep(ctx, d) {
-			return nil
-		}
+	if !retry(ctx, "feature-summarizer", 0, s.logf, func() error { return InstallCRDs(ctx, cfg) }) {
+		return nil
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
