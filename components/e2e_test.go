@@ -392,9 +392,15 @@ func scenarioStopEarly(t *testing.T) {
 	done := harnesstest.Start(ctx, h)
 
 	// A TLS handshake succeeds once the server serves; its post-start hooks
-	// start at the same moment and wait for caches for a few seconds.
+	// start at the same moment and wait for caches for a few seconds. The
+	// harness must say Starting too: a handshake alone may be another test
+	// binary's server on a port both picked (go test runs packages in
+	// parallel), which answered here once while this one was still parsing.
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(env.APIServerPort))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		if h.Status().Components[0].State != harness.Starting {
+			return false, nil
+		}
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only: is it serving?
 		if err != nil {
 			return false, nil
