@@ -1,6 +1,7 @@
 package featurepub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,13 +150,11 @@ func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err 
 	if plan == nil {
 		return 0, 0, errors.New("no feature plan yet")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
+	cfg, err := clientConfig(p.Kubeconfig, p.userAgent(), "")
 	if err != nil {
-		return 0, 0, fmt.Errorf("kubeconfig %s: %w", p.Kubeconfig, err)
+		return 0, 0, err
 	}
-	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = p.userAgent()
 	if err := InstallCRDs(ctx, cfg); err != nil {
 		return 0, 0, err
 	}
@@ -169,6 +168,17 @@ func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err 
 	}
 	removed, err = p.removeStale(ctx, dyn, features)
 	return len(features), removed, err
+}
+
+// clientConfig is kubeconfig's client configuration (a new one each call),
+// its user agent userAgent, or fallback if that is "".
+func clientConfig(kubeconfig, userAgent, fallback string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.UserAgent = cmp.Or(userAgent, fallback)
+	return cfg, nil
 }
 
 // InstallCRDs creates or updates the CRDs of features.kubeharness.io

@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/names"
@@ -271,14 +269,9 @@ func (r *Reporter) sendOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", r.Kubeconfig)
+	cfg, err := clientConfig(r.Kubeconfig, r.UserAgent, "kubeharness-feature-reporter")
 	if err != nil {
-		return 0, fmt.Errorf("kubeconfig %s: %w", r.Kubeconfig, err)
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = r.UserAgent
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "kubeharness-feature-reporter"
+		return 0, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

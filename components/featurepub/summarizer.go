@@ -21,9 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/harness"
@@ -113,18 +111,13 @@ func (s *Summarizer) fieldManager() string {
 
 // Run watches and applies until ctx ends; it always returns nil.
 func (s *Summarizer) Run(ctx context.Context) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	cfg, err := clientConfig(s.Kubeconfig, s.UserAgent, "kubeharness-feature-summarizer")
 	if err != nil {
-		s.logf("feature-summarizer: kubeconfig %s: %v", s.Kubeconfig, err)
+		s.logf("feature-summarizer: %v", err)
 		<-ctx.Done()
 		return nil
 	}
-	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = s.UserAgent
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "kubeharness-feature-summarizer"
-	}
 	if !retry(ctx, "feature-summarizer", 0, s.logf, func() error { return InstallCRDs(ctx, cfg) }) {
 		return nil
 	}
