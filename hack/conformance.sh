@@ -96,8 +96,12 @@ set +e
   --kubectl-path="$work/bin/kubectl" --report-dir="$out" > "$out/e2e.log" 2>&1
 code=$?
 set -e
+# The command that repeats this run: the knobs given, not their defaults.
+command="make conformance K8S_MINOR=$minor"
+[ "$PROCS" = 2 ] || command+=" PROCS=$PROCS"
+[ -z "${TIMEOUT:-}" ] || command+=" TIMEOUT=$TIMEOUT"
 echo "conformance: ginkgo exited $code at $(date -u +%T) (started $started); writing $RESULTS_MD"
 "$RESULTS" -json "$out/report.json" -skip "$SKIP" -out "$RESULTS_MD" -version "$("$K3S_LIKE" --version 2>/dev/null | awk '/kubernetes:/ {print $2; exit}')" \
-  -command "make conformance K8S_MINOR=$minor" -meta "machine=$(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)" \
+  -command "$command" -meta "machine=$(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)" \
   -meta "procs=$PROCS" -meta "focus=$FOCUS"
 exit $code
