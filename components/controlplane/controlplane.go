@@ -236,6 +236,9 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			// joining kubelets until their client certificate is signed.
 			{Key: "enable-bootstrap-token-auth", Value: "true"},
 			{Key: "authorization-mode", Value: "Node,RBAC"},
+			// As kubeadm and k3s: a kubelet's credential may change only its
+			// own Node and the Pods bound to it (upstream leaves it off).
+			{Key: "enable-admission-plugins", Value: "NodeRestriction"},
 			// As k3s and kubeadm: privileged containers are allowed
 			// (upstream's default refuses them; Pod Security admission
 			// restricts them per namespace).
@@ -253,6 +256,9 @@ func DefaultFlags(layout pki.Layout, s Settings) map[string][]kubeargs.Arg {
 			{Key: "proxy-client-key-file", Value: layout.FrontProxyClient().KeyFile},
 			{Key: "kubelet-client-certificate", Value: layout.APIServerKubeletClient().CertFile},
 			{Key: "kubelet-client-key", Value: layout.APIServerKubeletClient().KeyFile},
+			// The kubelets' serving certificates are verified: exec, logs
+			// and port-forward cannot be answered by another host.
+			{Key: "kubelet-certificate-authority", Value: layout.KubeletServingCA().CertFile},
 			// As k3s: a node's name need not resolve (upstream asks for
 			// Hostname first).
 			{Key: "kubelet-preferred-address-types", Value: "InternalIP,ExternalIP,Hostname"},
@@ -274,8 +280,16 @@ func (s Settings) controllerManagerFlags(layout pki.Layout) []kubeargs.Arg {
 		{Key: "service-account-private-key-file", Value: layout.ServiceAccountKey()},
 		{Key: "root-ca-file", Value: layout.ServerCA().CertFile},
 		{Key: "use-service-account-credentials", Value: "true"},
-		{Key: "cluster-signing-cert-file", Value: layout.ClientCA().CertFile},
-		{Key: "cluster-signing-key-file", Value: layout.ClientCA().KeyFile},
+		// One signer per purpose: clients (the kubelets' renewals and
+		// bootstrap, the apiserver's clients) by the client CA, the
+		// kubelets' serving certificates by a CA only the apiserver
+		// trusts for them; legacy-unknown signs nothing.
+		{Key: "cluster-signing-kubelet-client-cert-file", Value: layout.ClientCA().CertFile},
+		{Key: "cluster-signing-kubelet-client-key-file", Value: layout.ClientCA().KeyFile},
+		{Key: "cluster-signing-kube-apiserver-client-cert-file", Value: layout.ClientCA().CertFile},
+		{Key: "cluster-signing-kube-apiserver-client-key-file", Value: layout.ClientCA().KeyFile},
+		{Key: "cluster-signing-kubelet-serving-cert-file", Value: layout.KubeletServingCA().CertFile},
+		{Key: "cluster-signing-kubelet-serving-key-file", Value: layout.KubeletServingCA().KeyFile},
 		{Key: "service-cluster-ip-range", Value: s.serviceClusterIPRange()},
 	}
 	if s.ClusterCIDR != "" {

@@ -36,6 +36,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--anonymous-auth=false",
 			"--enable-bootstrap-token-auth=true",
 			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
 			"--allow-privileged=true",
 			"--service-cluster-ip-range=10.0.0.0/24",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -50,6 +51,7 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--proxy-client-key-file=/p/client-front-proxy.key",
 			"--kubelet-client-certificate=/p/client-kube-apiserver.crt",
 			"--kubelet-client-key=/p/client-kube-apiserver.key",
+			"--kubelet-certificate-authority=/p/kubelet-serving-ca.crt",
 			"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 			"--profiling=false",
 		},
@@ -73,8 +75,12 @@ func TestDefaultArgsDefaults(t *testing.T) {
 			"--service-account-private-key-file=/p/service-account.key",
 			"--root-ca-file=/p/server-ca.crt",
 			"--use-service-account-credentials=true",
-			"--cluster-signing-cert-file=/p/client-ca.crt",
-			"--cluster-signing-key-file=/p/client-ca.key",
+			"--cluster-signing-kubelet-client-cert-file=/p/client-ca.crt",
+			"--cluster-signing-kubelet-client-key-file=/p/client-ca.key",
+			"--cluster-signing-kube-apiserver-client-cert-file=/p/client-ca.crt",
+			"--cluster-signing-kube-apiserver-client-key-file=/p/client-ca.key",
+			"--cluster-signing-kubelet-serving-cert-file=/p/kubelet-serving-ca.crt",
+			"--cluster-signing-kubelet-serving-key-file=/p/kubelet-serving-ca.key",
 			"--service-cluster-ip-range=10.0.0.0/24",
 		},
 	}, args)
@@ -249,7 +255,7 @@ func TestDefaultArgsNameEnsuredFiles(t *testing.T) {
 	}
 	e := controlplane.EtcdConfig(l, etcd.Config{})
 	paths = append(paths, e.CertFile, e.KeyFile, e.TrustedCAFile)
-	assert.Len(t, paths, 26) // 13 for the apiserver, 3 for the scheduler, 7 for the controller-manager, 3 for etcd
+	assert.Len(t, paths, 31) // 14 for the apiserver, 3 for the scheduler, 11 for the controller-manager, 3 for etcd
 	for _, p := range paths {
 		_, err := os.Stat(p)
 		assert.NoError(t, err, p)

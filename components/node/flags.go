@@ -32,6 +32,11 @@ type Settings struct {
 	// --register-with-taints: key=value:Effect).
 	Labels map[string]string
 	Taints []string
+	// ServingBootstrap makes the kubelet request its serving certificate
+	// from the apiserver (--rotate-server-certificates: signer
+	// kubernetes.io/kubelet-serving, approved by a ServingApprover) instead
+	// of reading the one Files.EnsureNode wrote.
+	ServingBootstrap bool
 	// AllowCgroupV1 sets failCgroupV1: false (v1.35+ refuses a cgroup v1
 	// host otherwise). See CgroupV1.
 	AllowCgroupV1 bool
@@ -39,7 +44,8 @@ type Settings struct {
 
 // DefaultKubeletFlags are the kubelet's flags for a node of a control
 // plane whose PKI is l (the node's certificates from Files.EnsureNode):
-// its kubeconfig and serving certificate, clients authenticated by the
+// its kubeconfig and serving certificate (or, with ServingBootstrap, a
+// request for one), clients authenticated by the
 // cluster's client CA and authorized by the apiserver (Webhook, no
 // anonymous access, no read-only port), its directories under RootDir,
 // the runtime's socket, the cgroupfs driver, and the image garbage
@@ -48,8 +54,6 @@ func DefaultKubeletFlags(l pki.Layout, s Settings) []kubeargs.Arg {
 	nl := l.NodeLayout(s.Name)
 	args := []kubeargs.Arg{
 		{Key: "kubeconfig", Value: nl.Kubeconfig()},
-		{Key: "tls-cert-file", Value: nl.Serving().CertFile},
-		{Key: "tls-private-key-file", Value: nl.Serving().KeyFile},
 		{Key: "client-ca-file", Value: l.ClientCA().CertFile},
 		{Key: "anonymous-auth", Value: "false"},
 		{Key: "authentication-token-webhook", Value: "true"},
@@ -66,6 +70,12 @@ func DefaultKubeletFlags(l pki.Layout, s Settings) []kubeargs.Arg {
 		{Key: "eviction-minimum-reclaim", Value: "imagefs.available=10%,nodefs.available=10%"},
 		{Key: "image-gc-high-threshold", Value: "95"},
 		{Key: "image-gc-low-threshold", Value: "90"},
+	}
+	if s.ServingBootstrap {
+		args = append(args, kubeargs.Arg{Key: "rotate-server-certificates", Value: "true"})
+	} else {
+		args = append(args, kubeargs.Arg{Key: "tls-cert-file", Value: nl.Serving().CertFile},
+			kubeargs.Arg{Key: "tls-private-key-file", Value: nl.Serving().KeyFile})
 	}
 	if s.IP != nil {
 		args = append(args, kubeargs.Arg{Key: "node-ip", Value: s.IP.String()})

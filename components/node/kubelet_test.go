@@ -316,4 +316,16 @@ func TestDefaultKubeletFlags(t *testing.T) {
 	require.Len(t, s.RegisterWithTaints, 1)
 	assert.Equal(t, "dedicated", s.RegisterWithTaints[0].Key)
 	assert.Equal(t, !v1, s.FailCgroupV1)
+	assert.Equal(t, files.Layout().NodeLayout("node-a").Serving().CertFile, s.TLSCertFile)
+	assert.False(t, s.ServerTLSBootstrap)
+
+	// An agent's kubelet asks for its serving certificate instead.
+	flags = node.DefaultKubeletFlags(files.Layout(), node.Settings{
+		Name: "node-a", RootDir: filepath.Join(dir, "kubelet"), RuntimeSocket: filepath.Join(dir, "containerd.sock"),
+		ServingBootstrap: true, AllowCgroupV1: v1,
+	})
+	k, _, err = parsedKubeletExactly(t, kubeargs.Merge(flags, nil, nil)...)
+	require.NoError(t, err)
+	assert.True(t, k.Server().ServerTLSBootstrap)
+	assert.Empty(t, k.Server().TLSCertFile, "no file: the certificate comes from the signer")
 }

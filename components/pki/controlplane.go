@@ -51,11 +51,13 @@ type Files struct {
 	RequestHeaderCA *CA
 	// EtcdCA signs etcd's serving certificate and its clients'.
 	EtcdCA *CA
+	// KubeletServingCA signs the kubelets' serving certificates only.
+	KubeletServingCA *CA
 
 	// APIServerServing is the apiserver's serving certificate.
 	APIServerServing *Pair
 	// APIServerKubeletClient is the apiserver's client certificate towards
-	// kubelets (--kubelet-client-certificate).
+	// kubelets (--kubelet-client-certificate), in KubeletAPIAdminGroup.
 	APIServerKubeletClient *Pair
 	// APIServerEtcdClient is the apiserver's client certificate towards etcd.
 	APIServerEtcdClient *Pair
@@ -69,6 +71,9 @@ type Files struct {
 	// ControllerManager (CN=system:kube-controller-manager) are client
 	// certificates signed by ClientCA.
 	Admin, Scheduler, ControllerManager *Pair
+	// KubeletServingApprover is the approver of kubelet serving
+	// certificate requests (CN KubeletServingApproverUser, no group).
+	KubeletServingApprover *Pair
 
 	// ServiceAccountKey and ServiceAccountPub are the service-account
 	// signing key pair (PEM private key 0600, PEM public key).
@@ -78,6 +83,8 @@ type Files struct {
 	// with the CA and the client certificate embedded (no file references,
 	// so client-go starts no certificate-reloading goroutine), 0600.
 	AdminKubeconfig, SchedulerKubeconfig, ControllerManagerKubeconfig string
+	// KubeletServingApproverKubeconfig is the approver's kubeconfig.
+	KubeletServingApproverKubeconfig string
 }
 
 // Layout is where f's files are.
@@ -86,6 +93,17 @@ func (f *Files) Layout() Layout { return Layout{Dir: f.Dir} }
 // FrontProxyClientName is the CN of the front-proxy client certificate,
 // for --requestheader-allowed-names.
 const FrontProxyClientName = "front-proxy-client"
+
+// KubeletAPIAdminGroup is the group of the apiserver's client certificate
+// towards kubelets: bind upstream's ClusterRole system:kubelet-api-admin
+// to it (the kubelets authorize the apiserver by that role, not by
+// system:masters).
+const KubeletAPIAdminGroup = "kubeharness:kubelet-api-admin"
+
+// KubeletServingApproverUser is the user of the KubeletServingApprover
+// certificate: bind it a role to read Nodes and certificate requests and
+// to approve for the kubernetes.io/kubelet-serving signer.
+const KubeletServingApproverUser = "kubeharness:kubelet-serving-approver"
 
 // Ensure creates what is missing in cfg.Dir and reuses what is there (see
 // the package documentation), and returns the files.
@@ -114,6 +132,7 @@ func Ensure(cfg Config) (*Files, error) {
 		{&f.ClientCA, l.ClientCA(), "kubeharness-client-ca"},
 		{&f.RequestHeaderCA, l.RequestHeaderCA(), "kubeharness-request-header-ca"},
 		{&f.EtcdCA, l.EtcdCA(), "kubeharness-etcd-ca"},
+		{&f.KubeletServingCA, l.KubeletServingCA(), "kubeharness-kubelet-serving-ca"},
 	} {
 		if *ca.dst, err = LoadOrCreateCA(ca.files.CertFile, ca.files.KeyFile, ca.cn); err != nil {
 			return nil, err
@@ -134,11 +153,12 @@ func Ensure(cfg Config) (*Files, error) {
 		leaf  Leaf
 	}{
 		{&f.APIServerServing, f.ServerCA, l.APIServerServing(), Leaf{CommonName: "kube-apiserver", DNSNames: servingDNS, IPs: servingIPs, Server: true, Chain: true}},
-		{&f.APIServerKubeletClient, f.ClientCA, l.APIServerKubeletClient(), Leaf{CommonName: "system:kube-apiserver", Organization: []string{"system:masters"}, Client: true}},
+		{&f.APIServerKubeletClient, f.ClientCA, l.APIServerKubeletClient(), Leaf{CommonName: "system:kube-apiserver", Organization: []string{KubeletAPIAdminGroup}, Client: true}},
 		{&f.FrontProxyClient, f.RequestHeaderCA, l.FrontProxyClient(), Leaf{CommonName: FrontProxyClientName, Client: true}},
 		{&f.Admin, f.ClientCA, l.Admin(), Leaf{CommonName: "system:admin", Organization: []string{"system:masters"}, Client: true}},
 		{&f.Scheduler, f.ClientCA, l.Scheduler(), Leaf{CommonName: "system:kube-scheduler", Client: true}},
 		{&f.ControllerManager, f.ClientCA, l.ControllerManager(), Leaf{CommonName: "system:kube-controller-manager", Client: true}},
+		{&f.KubeletServingApprover, f.ClientCA, l.KubeletServingApprover(), Leaf{CommonName: KubeletServingApproverUser, Client: true}},
 		{&f.EtcdServer, f.EtcdCA, l.EtcdServer(), Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
 		{&f.APIServerEtcdClient, f.EtcdCA, l.APIServerEtcdClient(), Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
 	} {
@@ -155,7 +175,9 @@ func Ensure(cfg Config) (*Files, error) {
 	f.AdminKubeconfig = l.AdminKubeconfig()
 	f.SchedulerKubeconfig = l.SchedulerKubeconfig()
 	f.ControllerManagerKubeconfig = l.ControllerManagerKubeconfig()
-	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager} {
+	f.KubeletServingApproverKubeconfig = l.KubeletServingApproverKubeconfig()
+	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager,
+		f.KubeletServingApproverKubeconfig: f.KubeletServingApprover} {
 		if err := WriteKubeconfig(path, cfg.APIServerURL, f.ServerCA.CertPEM(), p); err != nil {
 			return nil, err
 		}

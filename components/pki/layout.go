@@ -37,6 +37,13 @@ func (l Layout) ClientCA() CertKey { return l.certKey("client-ca") }
 // (--requestheader-client-ca-file).
 func (l Layout) RequestHeaderCA() CertKey { return l.certKey("request-header-ca") }
 
+// KubeletServingCA signs the kubelets' serving certificates (the
+// controller-manager's kubernetes.io/kubelet-serving signer); the
+// apiserver verifies kubelets against it (--kubelet-certificate-authority).
+// It signs nothing else, so a kubelet's certificate is never one a client
+// of the apiserver would trust.
+func (l Layout) KubeletServingCA() CertKey { return l.certKey("kubelet-serving-ca") }
+
 // EtcdCA signs etcd's serving certificate and its clients'.
 func (l Layout) EtcdCA() CertKey { return l.certKey("etcd", "ca") }
 
@@ -67,6 +74,15 @@ func (l Layout) Scheduler() CertKey { return l.certKey("client-kube-scheduler") 
 // ControllerManager is kube-controller-manager's client certificate.
 func (l Layout) ControllerManager() CertKey { return l.certKey("client-kube-controller-manager") }
 
+// KubeletServingApprover is the client certificate of the approver of
+// kubelet serving certificate requests (CN KubeletServingApproverUser).
+func (l Layout) KubeletServingApprover() CertKey { return l.certKey("client-kubelet-serving-approver") }
+
+// KubeletServingApproverKubeconfig is that approver's kubeconfig (0600).
+func (l Layout) KubeletServingApproverKubeconfig() string {
+	return l.path("kubelet-serving-approver.kubeconfig")
+}
+
 // ServiceAccountKey is the service-account signing key (PEM, 0600).
 func (l Layout) ServiceAccountKey() string { return l.path("service-account.key") }
 
@@ -86,13 +102,13 @@ func (l Layout) ControllerManagerKubeconfig() string {
 }
 
 // ClusterFiles are the files every server of one cluster must share: the
-// server, client and request-header CAs (certificate and key) and the
+// server, client, request-header and kubelet serving CAs (certificate and key) and the
 // service-account key pair. Each server issues its own leaf certificates
 // from these CAs. The etcd CA is not among them: the servers of one
 // cluster share an external etcd, which has its own.
 func (l Layout) ClusterFiles() []string {
 	var out []string
-	for _, ca := range []CertKey{l.ServerCA(), l.ClientCA(), l.RequestHeaderCA()} {
+	for _, ca := range []CertKey{l.ServerCA(), l.ClientCA(), l.RequestHeaderCA(), l.KubeletServingCA()} {
 		out = append(out, ca.CertFile, ca.KeyFile)
 	}
 	return append(out, l.ServiceAccountKey(), l.ServiceAccountPub())

@@ -15,14 +15,16 @@ import (
 // layoutPaths is every path of l, by accessor.
 func layoutPaths(l pki.Layout) map[string]string {
 	out := map[string]string{
-		"ServiceAccountKey":           l.ServiceAccountKey(),
-		"ServiceAccountPub":           l.ServiceAccountPub(),
-		"AdminKubeconfig":             l.AdminKubeconfig(),
-		"SchedulerKubeconfig":         l.SchedulerKubeconfig(),
-		"ControllerManagerKubeconfig": l.ControllerManagerKubeconfig(),
+		"ServiceAccountKey":                l.ServiceAccountKey(),
+		"ServiceAccountPub":                l.ServiceAccountPub(),
+		"AdminKubeconfig":                  l.AdminKubeconfig(),
+		"SchedulerKubeconfig":              l.SchedulerKubeconfig(),
+		"ControllerManagerKubeconfig":      l.ControllerManagerKubeconfig(),
+		"KubeletServingApproverKubeconfig": l.KubeletServingApproverKubeconfig(),
 	}
 	for name, ck := range map[string]pki.CertKey{
 		"ServerCA": l.ServerCA(), "ClientCA": l.ClientCA(), "RequestHeaderCA": l.RequestHeaderCA(), "EtcdCA": l.EtcdCA(),
+		"KubeletServingCA": l.KubeletServingCA(), "KubeletServingApprover": l.KubeletServingApprover(),
 		"APIServerServing": l.APIServerServing(), "APIServerKubeletClient": l.APIServerKubeletClient(),
 		"APIServerEtcdClient": l.APIServerEtcdClient(), "FrontProxyClient": l.FrontProxyClient(), "EtcdServer": l.EtcdServer(),
 		"Admin": l.Admin(), "Scheduler": l.Scheduler(), "ControllerManager": l.ControllerManager(),
@@ -40,7 +42,10 @@ func TestLayoutPaths(t *testing.T) {
 		"ClientCA.cert": "client-ca.crt", "ClientCA.key": "client-ca.key",
 		"RequestHeaderCA.cert": "request-header-ca.crt", "RequestHeaderCA.key": "request-header-ca.key",
 		"EtcdCA.cert": "etcd/ca.crt", "EtcdCA.key": "etcd/ca.key",
-		"APIServerServing.cert": "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
+		"KubeletServingCA.cert": "kubelet-serving-ca.crt", "KubeletServingCA.key": "kubelet-serving-ca.key",
+		"KubeletServingApprover.cert": "client-kubelet-serving-approver.crt", "KubeletServingApprover.key": "client-kubelet-serving-approver.key",
+		"KubeletServingApproverKubeconfig": "kubelet-serving-approver.kubeconfig",
+		"APIServerServing.cert":            "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
 		"APIServerKubeletClient.cert": "client-kube-apiserver.crt", "APIServerKubeletClient.key": "client-kube-apiserver.key",
 		"APIServerEtcdClient.cert": "etcd/client-kube-apiserver.crt", "APIServerEtcdClient.key": "etcd/client-kube-apiserver.key",
 		"FrontProxyClient.cert": "client-front-proxy.crt", "FrontProxyClient.key": "client-front-proxy.key",
@@ -70,7 +75,8 @@ func TestLayoutPaths(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		"server-ca.crt", "server-ca.key", "client-ca.crt", "client-ca.key",
-		"request-header-ca.crt", "request-header-ca.key", "service-account.key", "service-account.pub",
+		"request-header-ca.crt", "request-header-ca.key", "kubelet-serving-ca.crt", "kubelet-serving-ca.key",
+		"service-account.key", "service-account.pub",
 	}, pki.Layout{}.ClusterFiles())
 	assert.Equal(t, "/x/server-ca.crt", pki.Layout{Dir: "/x"}.ClusterFiles()[0])
 }
@@ -99,18 +105,20 @@ func TestEnsureFollowsLayout(t *testing.T) {
 	assert.ElementsMatch(t, want, onDisk, "Ensure writes the layout's files and nothing else")
 
 	for got, want := range map[pki.CertKey]pki.CertKey{
-		{CertFile: f.ServerCA.CertFile, KeyFile: f.ServerCA.KeyFile}:               l.ServerCA(),
-		{CertFile: f.ClientCA.CertFile, KeyFile: f.ClientCA.KeyFile}:               l.ClientCA(),
-		{CertFile: f.RequestHeaderCA.CertFile, KeyFile: f.RequestHeaderCA.KeyFile}: l.RequestHeaderCA(),
-		{CertFile: f.EtcdCA.CertFile, KeyFile: f.EtcdCA.KeyFile}:                   l.EtcdCA(),
-		certKey(f.APIServerServing):                                                l.APIServerServing(),
-		certKey(f.APIServerKubeletClient):                                          l.APIServerKubeletClient(),
-		certKey(f.APIServerEtcdClient):                                             l.APIServerEtcdClient(),
-		certKey(f.FrontProxyClient):                                                l.FrontProxyClient(),
-		certKey(f.EtcdServer):                                                      l.EtcdServer(),
-		certKey(f.Admin):                                                           l.Admin(),
-		certKey(f.Scheduler):                                                       l.Scheduler(),
-		certKey(f.ControllerManager):                                               l.ControllerManager(),
+		{CertFile: f.ServerCA.CertFile, KeyFile: f.ServerCA.KeyFile}:                 l.ServerCA(),
+		{CertFile: f.ClientCA.CertFile, KeyFile: f.ClientCA.KeyFile}:                 l.ClientCA(),
+		{CertFile: f.RequestHeaderCA.CertFile, KeyFile: f.RequestHeaderCA.KeyFile}:   l.RequestHeaderCA(),
+		{CertFile: f.EtcdCA.CertFile, KeyFile: f.EtcdCA.KeyFile}:                     l.EtcdCA(),
+		{CertFile: f.KubeletServingCA.CertFile, KeyFile: f.KubeletServingCA.KeyFile}: l.KubeletServingCA(),
+		certKey(f.KubeletServingApprover):                                            l.KubeletServingApprover(),
+		certKey(f.APIServerServing):                                                  l.APIServerServing(),
+		certKey(f.APIServerKubeletClient):                                            l.APIServerKubeletClient(),
+		certKey(f.APIServerEtcdClient):                                               l.APIServerEtcdClient(),
+		certKey(f.FrontProxyClient):                                                  l.FrontProxyClient(),
+		certKey(f.EtcdServer):                                                        l.EtcdServer(),
+		certKey(f.Admin):                                                             l.Admin(),
+		certKey(f.Scheduler):                                                         l.Scheduler(),
+		certKey(f.ControllerManager):                                                 l.ControllerManager(),
 	} {
 		assert.Equal(t, want, got)
 	}
@@ -119,6 +127,7 @@ func TestEnsureFollowsLayout(t *testing.T) {
 	assert.Equal(t, l.AdminKubeconfig(), f.AdminKubeconfig)
 	assert.Equal(t, l.SchedulerKubeconfig(), f.SchedulerKubeconfig)
 	assert.Equal(t, l.ControllerManagerKubeconfig(), f.ControllerManagerKubeconfig)
+	assert.Equal(t, l.KubeletServingApproverKubeconfig(), f.KubeletServingApproverKubeconfig)
 }
 
 func certKey(p *pki.Pair) pki.CertKey { return pki.CertKey{CertFile: p.CertFile, KeyFile: p.KeyFile} }
@@ -153,6 +162,8 @@ func ExampleLayout_ClusterFiles() {
 	// client-ca.key
 	// request-header-ca.crt
 	// request-header-ca.key
+	// kubelet-serving-ca.crt
+	// kubelet-serving-ca.key
 	// service-account.key
 	// service-account.pub
 }

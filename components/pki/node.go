@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -23,7 +24,8 @@ type NodeFiles struct {
 	// group system:nodes (what the Node authorizer and NodeRestriction
 	// know a kubelet by), signed by the client CA.
 	Client *Pair
-	// Serving is the kubelet's serving certificate, signed by the server CA.
+	// Serving is the kubelet's serving certificate, signed by the kubelet
+	// serving CA.
 	Serving *Pair
 	// Kubeconfig is the kubelet's kubeconfig, with Client.
 	Kubeconfig string
@@ -61,6 +63,9 @@ func (f *Files) EnsureNode(n Node, apiserverURL string) (*NodeFiles, error) {
 	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("pki: node name %q: %s", n.Name, strings.Join(errs, "; "))
 	}
+	if f.ClientCA == nil || f.KubeletServingCA == nil || f.ServerCA == nil {
+		return nil, errors.New("pki: EnsureNode needs the server, client and kubelet serving CAs")
+	}
 	nl := f.Layout().NodeLayout(n.Name)
 	out := &NodeFiles{Kubeconfig: nl.Kubeconfig()}
 	var err error
@@ -69,7 +74,7 @@ func (f *Files) EnsureNode(n Node, apiserverURL string) (*NodeFiles, error) {
 	}
 	ips := uniqIPs(append([]net.IP{net.IPv4(127, 0, 0, 1)}, n.IPs...))
 	dns := uniq(append([]string{"localhost", n.Name}, n.DNSNames...))
-	if out.Serving, err = f.ServerCA.Ensure(nl.Serving().CertFile, nl.Serving().KeyFile, Leaf{CommonName: n.Name, DNSNames: dns, IPs: ips, Server: true}); err != nil {
+	if out.Serving, err = f.KubeletServingCA.Ensure(nl.Serving().CertFile, nl.Serving().KeyFile, Leaf{CommonName: n.Name, DNSNames: dns, IPs: ips, Server: true}); err != nil {
 		return nil, err
 	}
 	if err := WriteKubeconfig(out.Kubeconfig, apiserverURL, f.ServerCA.CertPEM(), out.Client); err != nil {

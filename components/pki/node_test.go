@@ -16,7 +16,8 @@ import (
 
 // TestEnsureNode: the kubelet's client certificate is system:node:NAME in
 // system:nodes from the client CA; its serving certificate covers the
-// node's names and IPs from the server CA; its kubeconfig uses the client
+// node's names and IPs from the kubelet serving CA, which no client of
+// the apiserver trusts; its kubeconfig uses the client
 // certificate; a second call reuses both; a name that is not a node name
 // (a path, say) is refused before anything is written.
 func TestEnsureNode(t *testing.T) {
@@ -34,9 +35,10 @@ func TestEnsureNode(t *testing.T) {
 	require.NoError(t, client.CheckSignatureFrom(f.ClientCA.Cert))
 
 	serving := leaf(t, nf.Serving)
-	require.NoError(t, serving.CheckSignatureFrom(f.ServerCA.Cert))
+	require.NoError(t, serving.CheckSignatureFrom(f.KubeletServingCA.Cert))
+	require.Error(t, serving.CheckSignatureFrom(f.ServerCA.Cert), "not the CA kubectl and agents trust for the apiserver")
 	roots := x509.NewCertPool()
-	roots.AddCert(f.ServerCA.Cert)
+	roots.AddCert(f.KubeletServingCA.Cert)
 	for _, name := range []string{"192.0.2.10", "127.0.0.1", "node-a", "node-a.example.internal", "localhost"} {
 		_, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		assert.NoError(t, err, name)
@@ -54,6 +56,9 @@ func TestEnsureNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, nf.Client.CertPEM, again.Client.CertPEM, "reused")
 	assert.Equal(t, nf.Serving.CertPEM, again.Serving.CertPEM, "reused")
+
+	_, err = (&pki.Files{Dir: dir, ServerCA: f.ServerCA, ClientCA: f.ClientCA}).EnsureNode(n, "https://127.0.0.1:6443")
+	assert.ErrorContains(t, err, "kubelet serving CA", "without the kubelet serving CA nothing is issued")
 
 	for _, bad := range []string{"", "../escape", "Node_A"} {
 		_, err := f.EnsureNode(pki.Node{Name: bad}, "https://127.0.0.1:6443")

@@ -68,11 +68,17 @@ func TestEnsure(t *testing.T) {
 		f.Admin:             {"system:admin", "system:masters"},
 		f.Scheduler:         {"system:kube-scheduler", ""},
 		f.ControllerManager: {"system:kube-controller-manager", ""},
+		// The kubelets authorize the apiserver by a role bound to this
+		// group, not as system:masters.
+		f.APIServerKubeletClient: {"system:kube-apiserver", pki.KubeletAPIAdminGroup},
+		f.KubeletServingApprover: {pki.KubeletServingApproverUser, ""},
 	} {
 		c := leaf(t, p)
 		assert.Equal(t, want[0], c.Subject.CommonName)
 		if want[1] != "" {
 			assert.Equal(t, []string{want[1]}, c.Subject.Organization)
+		} else {
+			assert.Empty(t, c.Subject.Organization, want[0])
 		}
 		_, err := c.Verify(x509.VerifyOptions{Roots: clientRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 		assert.NoError(t, err, want[0])
