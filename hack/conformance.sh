@@ -42,12 +42,34 @@ work=$(mktemp -d /var/tmp/k3s-like-conformance.XXXXXX)
 data=$work/data
 mkdir -p "$data/agent/images" "$work/bin"
 pids=()
+# The kubelet's own cgroup root and Pod logs directory: another kubelet on
+# this host (a test's, another run's) removes the Pod cgroups and log
+# directories it does not know under the shared defaults.
+cgroot=k3s-like-conformance-$$
+cgdirs=()
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  cgdirs=(/sys/fs/cgroup/$cgroot)
+else
+  for h in /sys/fs/cgroup/*/; do
+    mountpoint -q "$h" && cgdirs+=("${h}$cgroot")
+  done
+fi
+for d in "${cgdirs[@]}"; do
+  mkdir -p "$d"
+  case $d in */cpuset/*) cp "$(dirname "$d")/cpuset.cpus" "$d/cpuset.cpus"; cp "$(dirname "$d")/cpuset.mems" "$d/cpuset.mems" ;; esac
+done
+cat > "$work/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+podLogsDir: $work/pod-logs
+EOF
 cleanup() {
   status=$?
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   # Pods' mounts under the data dir, if the server did not stop cleanly.
   grep -o " $data/[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  for d in "${cgdirs[@]}"; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true; done
   rm -rf "$work"
   exit $status
 }
@@ -73,7 +95,8 @@ EOF
 
 ln -s "$K3S_LIKE" "$work/bin/kubectl"
 export KUBECONFIG=$data/admin.kubeconfig PATH=$work/bin:$PATH
-"$K3S_LIKE" server --data-dir "$data" --node-name conformance --private-registry "$work/registries.yaml" > "$out/k3s-like.log" 2>&1 &
+"$K3S_LIKE" server --data-dir "$data" --node-name conformance --private-registry "$work/registries.yaml" \
+  --kubelet-arg=cgroup-root=/$cgroot --kubelet-arg=config="$work/kubelet.yaml" > "$out/k3s-like.log" 2>&1 &
 server=$!
 pids=("$server" "${pids[@]}")
 ready=
