@@ -144,6 +144,7 @@ func (a *agentOptions) run(ctx context.Context, getenv func(string) string) erro
 		{Key: "rotate-certificates", Value: "true"},
 	}
 	c.clusterCIDR = settings[settingClusterCIDR]
+	c.servingBootstrap = true
 	args, err := c.nodeArgs(short)
 	if err != nil {
 		return err
@@ -183,8 +184,8 @@ func bootstrapKubeconfig(l pki.Layout) string {
 // join makes what an agent's kubelet needs to join the server at u: the
 // cluster CA pinned by the token (written to l.ServerCA), the bootstrap
 // kubeconfig with the token's bootstrap token, the server's agent settings
-// (the client CA written to l.ClientCA), and a self-signed serving
-// certificate for the kubelet if it has none. It retries until the server
+// (the client CA written to l.ClientCA). The kubelet asks for its serving
+// certificate itself (the server's approver). It retries until the server
 // answers and has published the settings, or ctx ends; a CA that does not
 // match the token is an error at once.
 func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name string, ip net.IP) (map[string]string, error) {
@@ -263,19 +264,6 @@ func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name 
 	}
 	if err := writeFileAtomic(bootstrapKubeconfig(l), b, 0o600); err != nil {
 		return nil, err
-	}
-	serving := l.NodeLayout(name).Serving()
-	if _, err := os.Stat(serving.CertFile); err != nil {
-		crt, key, err := certutil.GenerateSelfSignedCertKey(name, []net.IP{ip}, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err := writeFileAtomic(serving.KeyFile, key, 0o600); err != nil {
-			return nil, err
-		}
-		if err := writeFileAtomic(serving.CertFile, crt, 0o644); err != nil {
-			return nil, err
-		}
 	}
 	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.caHash)
 	return settings, nil

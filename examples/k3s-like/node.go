@@ -124,6 +124,9 @@ type nodeConfig struct {
 	// kubeletDefaults are more default kubelet flags (an agent's TLS
 	// bootstrap), which --kubelet-arg may override.
 	kubeletDefaults []kubeargs.Arg
+	// servingBootstrap: the kubelet asks the apiserver for its serving
+	// certificate (an agent, which has no kubelet serving CA key).
+	servingBootstrap bool
 }
 
 // nodeConfig is the server's node.
@@ -183,6 +186,7 @@ func (c nodeConfig) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
 		Name: c.name, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
 		ClusterDNS: c.clusterDNS, ClusterDomain: c.clusterDomain,
 		Labels: labels, Taints: c.opts.taints,
+		ServingBootstrap: c.servingBootstrap,
 		// These hosts keep cgroup v1 (the unified hierarchy has no
 		// controllers): the kubelet is told so explicitly.
 		AllowCgroupV1: v1,
@@ -314,7 +318,11 @@ func (o *serverOptions) prepareNode() error {
 	if err != nil {
 		return err
 	}
-	files := &pki.Files{Dir: l.Dir, ServerCA: serverCA, ClientCA: clientCA}
+	servingCA, err := pki.LoadOrCreateCA(l.KubeletServingCA().CertFile, l.KubeletServingCA().KeyFile, "")
+	if err != nil {
+		return err
+	}
+	files := &pki.Files{Dir: l.Dir, ServerCA: serverCA, ClientCA: clientCA, KubeletServingCA: servingCA}
 	if _, err := files.EnsureNode(pki.Node{Name: o.nodeName, IPs: []net.IP{ip}}, o.settings().APIServerURL()); err != nil {
 		return err
 	}

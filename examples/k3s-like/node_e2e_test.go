@@ -3,6 +3,13 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"maps"
 	"os"
@@ -562,7 +569,11 @@ func tomlString(t *testing.T, text []byte, key string) string {
 // CA is pinned by the token, its kubelet gets its client certificate by
 // TLS bootstrap (a CSR approved for system:node:node-b), the node is Ready,
 // a Pod scheduled to it runs and its log and exec are served through the
-// apiserver; SIGTERM stops it cleanly. A token pinning another CA is
+// apiserver, which verifies the kubelet's serving certificate (requested
+// by the kubelet, approved by the server's approver, signed by the kubelet
+// serving CA); node-b's credential can neither change node-a
+// (NodeRestriction) nor get a certificate in its name; SIGTERM stops it
+// cleanly. A token pinning another CA is
 // refused at once, before anything is written.
 func TestAgentJoins(t *testing.T) {
 	requireNodeHost(t)
@@ -608,8 +619,36 @@ func TestAgentJoins(t *testing.T) {
 	out, err = replace("node-b")
 	assert.NoError(t, err, "its own: %s", out)
 
+	// NodeRestriction: node-b's credential cannot change node-a.
+	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "label", "node", "node-a", "stolen=yes")
+	require.Error(t, err, out)
+	assert.Contains(t, out, `node "node-b" is not allowed to modify node "node-a"`)
+	// Nor get node-a's identity: no permission that makes the
+	// controller-manager approve a client certificate for another name,
+	// and the serving certificate approver denies one in another's name.
+	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "auth", "can-i", "create", "certificatesigningrequests", "--subresource=nodeclient")
+	assert.Equal(t, "no", strings.TrimSpace(out), "%v", err)
+	stealCSR := filepath.Join(agentDir, "steal.yaml")
+	require.NoError(t, os.WriteFile(stealCSR, []byte(servingCSRFor(t, "steal-node-a", "node-a")), 0o600))
+	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "create", "-f", stealCSR)
+	require.NoError(t, err, "a node may ask: %s", out)
+	s.waitFor("Denied", 30*time.Second, "get", "csr", "steal-node-a", "-o", "jsonpath={.status.conditions[0].type}")
+	assert.Contains(t, s.kubectl("get", "csr", "steal-node-a", "-o", "jsonpath={.status.conditions[0].message}"), `subject CN="system:node:node-a"`)
+
 	csrs := s.kubectl("get", "csr", "-o", `jsonpath={range .items[*]}{.spec.username} {.spec.signerName} {.status.conditions[0].type}{"\n"}{end}`)
 	assert.Regexp(t, `(?m)^system:bootstrap:[a-z0-9]{6} kubernetes.io/kube-apiserver-client-kubelet Approved$`, csrs)
+	// The kubelet's serving certificate: requested, approved by the
+	// server's approver, signed by the kubelet serving CA the apiserver
+	// verifies kubelets against (exec and logs below go through it).
+	assert.Regexp(t, `(?m)^system:node:node-b kubernetes.io/kubelet-serving Approved$`, csrs)
+	servingCA, err := os.ReadFile(filepath.Join(serverDir, "tls", "kubelet-serving-ca.crt"))
+	require.NoError(t, err)
+	var serving []byte
+	require.Eventually(t, func() bool {
+		serving, err = os.ReadFile(filepath.Join(agentDir, "agent", "kubelet", "pki", "kubelet-server-current.pem"))
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond, "the kubelet's bootstrapped serving certificate")
+	assertSignedBy(t, serving, servingCA, "node-b", agentIP)
 	crt, err := os.ReadFile(filepath.Join(agentDir, "agent", "kubelet", "pki", "kubelet-client-current.pem"))
 	require.NoError(t, err, "the kubelet's bootstrapped client certificate")
 	assert.Contains(t, string(crt), "BEGIN CERTIFICATE")
@@ -665,6 +704,43 @@ spec:
 	_, err = os.Stat(filepath.Join(otherDir, "agent", "pki"))
 	assert.True(t, os.IsNotExist(err), "nothing written for a cluster the token does not pin")
 	require.NoError(t, s.stop())
+}
+
+// servingCSRFor is a kubelet-serving CertificateSigningRequest named name
+// for node's identity, as a kubelet would send it.
+func servingCSRFor(t *testing.T, name, node string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, DNSNames: []string{node},
+	}, key)
+	require.NoError(t, err)
+	req := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	return fmt.Sprintf(`apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: %s}
+spec:
+  signerName: kubernetes.io/kubelet-serving
+  usages: [digital signature, server auth]
+  request: %s
+`, name, req)
+}
+
+// assertSignedBy asserts that the first certificate of certPEM is signed
+// by caPEM's CA and valid for the server name host and IP ip.
+func assertSignedBy(t *testing.T, certPEM, caPEM []byte, host, ip string) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(caPEM))
+	block, _ := pem.Decode(certPEM)
+	require.NotNil(t, block)
+	crt, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	for _, name := range []string{host, ip} {
+		_, err = crt.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		assert.NoError(t, err, name)
+	}
 }
 
 // waitFeature waits until the Feature of gate shows want: its SET-BY,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -154,7 +156,49 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := publishKubeletAccess(ctx, client, opts); err != nil {
+		return err
+	}
 	return publishReporterAccess(ctx, client, opts)
+}
+
+// kubeletServingApprover names the ClusterRole and binding of the
+// approver of kubelet serving certificates (node.ServingApprover).
+const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
+
+// kubeletAPIAdmin names the binding of upstream's system:kubelet-api-admin
+// to the apiserver's kubelet client certificate's group.
+const kubeletAPIAdmin = "kubeharness:kubelet-api-admin"
+
+// publishKubeletAccess binds the identities that talk to or for kubelets:
+// the apiserver's kubelet client (its group gets upstream's
+// system:kubelet-api-admin: exec, logs, port-forward, proxy, no more) and
+// the serving certificate approver (read Nodes and requests, approve for
+// the kubelet-serving signer only).
+func publishKubeletAccess(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions) error {
+	rbac := client.RbacV1()
+	ref := func(name string) *rbacv1ac.RoleRefApplyConfiguration {
+		return rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(name)
+	}
+	subject := func(kind, name string) *rbacv1ac.SubjectApplyConfiguration {
+		return rbacv1ac.Subject().WithKind(kind).WithAPIGroup("rbac.authorization.k8s.io").WithName(name)
+	}
+	if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(kubeletAPIAdmin).
+		WithRoleRef(ref("system:kubelet-api-admin")).WithSubjects(subject("Group", pki.KubeletAPIAdminGroup)), opts); err != nil {
+		return err
+	}
+	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(kubeletServingApprover).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("certificatesigningrequests").WithVerbs("get", "list", "watch"),
+		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("certificatesigningrequests/approval").WithVerbs("update"),
+		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("signers").
+			WithResourceNames(certificatesv1.KubeletServingSignerName).WithVerbs("approve"),
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes").WithVerbs("get", "list", "watch"),
+	), opts); err != nil {
+		return err
+	}
+	_, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(kubeletServingApprover).
+		WithRoleRef(ref(kubeletServingApprover)).WithSubjects(subject("User", pki.KubeletServingApproverUser)), opts)
+	return err
 }
 
 // nodeReporter names the ClusterRole, its binding and the admission policy

@@ -7,6 +7,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -79,6 +80,14 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		return nil, err
 	}
 	if err := o.addNodeJoin(h); err != nil {
+		return nil, err
+	}
+	// The agents' kubelets ask for their serving certificates; node-join
+	// binds the approver's role.
+	if err := h.Add(&node.ServingApprover{
+		Kubeconfig: o.layout().KubeletServingApproverKubeconfig(),
+		Logf:       func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+	}, nil, nodeJoinName); err != nil {
 		return nil, err
 	}
 	if err := o.addManifests(h); err != nil {
