@@ -74,6 +74,9 @@ type Files struct {
 	// KubeletServingApprover is the approver of kubelet serving
 	// certificate requests (CN KubeletServingApproverUser, no group).
 	KubeletServingApprover *Pair
+	// FeaturePublisher is the feature publisher's and summarizer's (CN
+	// FeaturePublisherUser, no group).
+	FeaturePublisher *Pair
 
 	// ServiceAccountKey and ServiceAccountPub are the service-account
 	// signing key pair (PEM private key 0600, PEM public key).
@@ -85,6 +88,8 @@ type Files struct {
 	AdminKubeconfig, SchedulerKubeconfig, ControllerManagerKubeconfig string
 	// KubeletServingApproverKubeconfig is the approver's kubeconfig.
 	KubeletServingApproverKubeconfig string
+	// FeaturePublisherKubeconfig is the feature publisher's kubeconfig.
+	FeaturePublisherKubeconfig string
 }
 
 // Layout is where f's files are.
@@ -104,6 +109,10 @@ const KubeletAPIAdminGroup = "kubeharness:kubelet-api-admin"
 // certificate: bind it a role to read Nodes and certificate requests and
 // to approve for the kubernetes.io/kubelet-serving signer.
 const KubeletServingApproverUser = "kubeharness:kubelet-serving-approver"
+
+// FeaturePublisherUser is the user of the FeaturePublisher certificate:
+// bind it featurepub.ServerRules.
+const FeaturePublisherUser = "kubeharness:feature-publisher"
 
 // Ensure creates what is missing in cfg.Dir and reuses what is there (see
 // the package documentation), and returns the files.
@@ -159,6 +168,7 @@ func Ensure(cfg Config) (*Files, error) {
 		{&f.Scheduler, f.ClientCA, l.Scheduler(), Leaf{CommonName: "system:kube-scheduler", Client: true}},
 		{&f.ControllerManager, f.ClientCA, l.ControllerManager(), Leaf{CommonName: "system:kube-controller-manager", Client: true}},
 		{&f.KubeletServingApprover, f.ClientCA, l.KubeletServingApprover(), Leaf{CommonName: KubeletServingApproverUser, Client: true}},
+		{&f.FeaturePublisher, f.ClientCA, l.FeaturePublisher(), Leaf{CommonName: FeaturePublisherUser, Client: true}},
 		{&f.EtcdServer, f.EtcdCA, l.EtcdServer(), Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
 		{&f.APIServerEtcdClient, f.EtcdCA, l.APIServerEtcdClient(), Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
 	} {
@@ -176,8 +186,9 @@ func Ensure(cfg Config) (*Files, error) {
 	f.SchedulerKubeconfig = l.SchedulerKubeconfig()
 	f.ControllerManagerKubeconfig = l.ControllerManagerKubeconfig()
 	f.KubeletServingApproverKubeconfig = l.KubeletServingApproverKubeconfig()
+	f.FeaturePublisherKubeconfig = l.FeaturePublisherKubeconfig()
 	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager,
-		f.KubeletServingApproverKubeconfig: f.KubeletServingApprover} {
+		f.KubeletServingApproverKubeconfig: f.KubeletServingApprover, f.FeaturePublisherKubeconfig: f.FeaturePublisher} {
 		if err := WriteKubeconfig(path, cfg.APIServerURL, f.ServerCA.CertPEM(), p); err != nil {
 			return nil, err
 		}

@@ -83,6 +83,13 @@ func (l Layout) KubeletServingApproverKubeconfig() string {
 	return l.path("kubelet-serving-approver.kubeconfig")
 }
 
+// FeaturePublisher is the client certificate of the feature publisher and
+// summarizer (CN FeaturePublisherUser).
+func (l Layout) FeaturePublisher() CertKey { return l.certKey("client-feature-publisher") }
+
+// FeaturePublisherKubeconfig is their kubeconfig (0600).
+func (l Layout) FeaturePublisherKubeconfig() string { return l.path("feature-publisher.kubeconfig") }
+
 // ServiceAccountKey is the service-account signing key (PEM, 0600).
 func (l Layout) ServiceAccountKey() string { return l.path("service-account.key") }
 

@@ -21,10 +21,12 @@ func layoutPaths(l pki.Layout) map[string]string {
 		"SchedulerKubeconfig":              l.SchedulerKubeconfig(),
 		"ControllerManagerKubeconfig":      l.ControllerManagerKubeconfig(),
 		"KubeletServingApproverKubeconfig": l.KubeletServingApproverKubeconfig(),
+		"FeaturePublisherKubeconfig":       l.FeaturePublisherKubeconfig(),
 	}
 	for name, ck := range map[string]pki.CertKey{
 		"ServerCA": l.ServerCA(), "ClientCA": l.ClientCA(), "RequestHeaderCA": l.RequestHeaderCA(), "EtcdCA": l.EtcdCA(),
 		"KubeletServingCA": l.KubeletServingCA(), "KubeletServingApprover": l.KubeletServingApprover(),
+		"FeaturePublisher": l.FeaturePublisher(),
 		"APIServerServing": l.APIServerServing(), "APIServerKubeletClient": l.APIServerKubeletClient(),
 		"APIServerEtcdClient": l.APIServerEtcdClient(), "FrontProxyClient": l.FrontProxyClient(), "EtcdServer": l.EtcdServer(),
 		"Admin": l.Admin(), "Scheduler": l.Scheduler(), "ControllerManager": l.ControllerManager(),
@@ -45,7 +47,9 @@ func TestLayoutPaths(t *testing.T) {
 		"KubeletServingCA.cert": "kubelet-serving-ca.crt", "KubeletServingCA.key": "kubelet-serving-ca.key",
 		"KubeletServingApprover.cert": "client-kubelet-serving-approver.crt", "KubeletServingApprover.key": "client-kubelet-serving-approver.key",
 		"KubeletServingApproverKubeconfig": "kubelet-serving-approver.kubeconfig",
-		"APIServerServing.cert":            "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
+		"FeaturePublisher.cert":            "client-feature-publisher.crt", "FeaturePublisher.key": "client-feature-publisher.key",
+		"FeaturePublisherKubeconfig": "feature-publisher.kubeconfig",
+		"APIServerServing.cert":      "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
 		"APIServerKubeletClient.cert": "client-kube-apiserver.crt", "APIServerKubeletClient.key": "client-kube-apiserver.key",
 		"APIServerEtcdClient.cert": "etcd/client-kube-apiserver.crt", "APIServerEtcdClient.key": "etcd/client-kube-apiserver.key",
 		"FrontProxyClient.cert": "client-front-proxy.crt", "FrontProxyClient.key": "client-front-proxy.key",
@@ -128,6 +132,7 @@ func TestEnsureFollowsLayout(t *testing.T) {
 	assert.Equal(t, l.SchedulerKubeconfig(), f.SchedulerKubeconfig)
 	assert.Equal(t, l.ControllerManagerKubeconfig(), f.ControllerManagerKubeconfig)
 	assert.Equal(t, l.KubeletServingApproverKubeconfig(), f.KubeletServingApproverKubeconfig)
+	assert.Equal(t, l.FeaturePublisherKubeconfig(), f.FeaturePublisherKubeconfig)
 }
 
 func certKey(p *pki.Pair) pki.CertKey { return pki.CertKey{CertFile: p.CertFile, KeyFile: p.KeyFile} }

@@ -72,6 +72,7 @@ func TestEnsure(t *testing.T) {
 		// group, not as system:masters.
 		f.APIServerKubeletClient: {"system:kube-apiserver", pki.KubeletAPIAdminGroup},
 		f.KubeletServingApprover: {pki.KubeletServingApproverUser, ""},
+		f.FeaturePublisher:       {pki.FeaturePublisherUser, ""},
 	} {
 		c := leaf(t, p)
 		assert.Equal(t, want[0], c.Subject.CommonName)

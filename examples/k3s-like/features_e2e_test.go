@@ -21,11 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -166,6 +168,16 @@ func TestFeatureDiscovery(t *testing.T) {
 		return len(features) == len(plan)
 	}, 60*time.Second, 250*time.Millisecond, "one Feature per gate of the plan (%d), summarized", len(plan))
 	t.Logf("start to %d Feature objects: %s", len(features), time.Since(started))
+
+	// Published with an identity of its own that can touch nothing else.
+	cfg, err := clientcmd.BuildConfigFromFlags("", datadir.PKI(s.dataDir).FeaturePublisherKubeconfig())
+	require.NoError(t, err)
+	pub, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = pub.CoreV1().Secrets("kube-system").List(t.Context(), metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "the feature publisher's identity reads no Secrets: %v", err)
+	_, err = pub.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	assert.True(t, apierrors.IsForbidden(err), "nor Nodes: %v", err)
 
 	for name, want := range plan {
 		f, ok := features[name]

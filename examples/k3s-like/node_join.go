@@ -7,8 +7,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -159,12 +161,36 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 	if err := publishKubeletAccess(ctx, client, opts); err != nil {
 		return err
 	}
+	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
+		return err
+	}
 	return publishReporterAccess(ctx, client, opts)
 }
 
 // kubeletServingApprover names the ClusterRole and binding of the
 // approver of kubelet serving certificates (node.ServingApprover).
 const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
+
+// featurePublisher names the ClusterRole and binding of the servers'
+// feature publisher and summarizer (featurepub.ServerRules).
+const featurePublisher = "kubeharness:feature-publisher"
+
+// publishClusterRole applies the ClusterRole name with rules and binds it
+// to the subject of kind (User or Group) subject.
+func publishClusterRole(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions, name string, rules []rbacv1.PolicyRule, kind, subject string) error {
+	role := rbacv1ac.ClusterRole(name)
+	for _, r := range rules {
+		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).
+			WithResourceNames(r.ResourceNames...).WithVerbs(r.Verbs...).WithNonResourceURLs(r.NonResourceURLs...))
+	}
+	if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
+		return err
+	}
+	_, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(name).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(name)).
+		WithSubjects(rbacv1ac.Subject().WithKind(kind).WithAPIGroup("rbac.authorization.k8s.io").WithName(subject)), opts)
+	return err
+}
 
 // kubeletAPIAdmin names the binding of upstream's system:kubelet-api-admin
 // to the apiserver's kubelet client certificate's group.
@@ -187,18 +213,7 @@ func publishKubeletAccess(ctx context.Context, client kubernetes.Interface, opts
 		WithRoleRef(ref("system:kubelet-api-admin")).WithSubjects(subject("Group", pki.KubeletAPIAdminGroup)), opts); err != nil {
 		return err
 	}
-	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(kubeletServingApprover).WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("certificatesigningrequests").WithVerbs("get", "list", "watch"),
-		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("certificatesigningrequests/approval").WithVerbs("update"),
-		rbacv1ac.PolicyRule().WithAPIGroups("certificates.k8s.io").WithResources("signers").
-			WithResourceNames(certificatesv1.KubeletServingSignerName).WithVerbs("approve"),
-		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes").WithVerbs("get", "list", "watch"),
-	), opts); err != nil {
-		return err
-	}
-	_, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(kubeletServingApprover).
-		WithRoleRef(ref(kubeletServingApprover)).WithSubjects(subject("User", pki.KubeletServingApproverUser)), opts)
-	return err
+	return publishClusterRole(ctx, client, opts, kubeletServingApprover, node.ServingApproverRules(), "User", pki.KubeletServingApproverUser)
 }
 
 // nodeReporter names the ClusterRole, its binding and the admission policy

@@ -53,12 +53,14 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		cp.kcm = components.NewControllerManager()
 	}
 	// KEP-3920 feature discovery: publish the plan as Feature objects once
-	// every other component is ready (it never fails the harness).
+	// every other component is ready (it never fails the harness), with
+	// an identity of its own (node-join binds its role; until then it
+	// retries).
 	pub := &featurepub.Publisher{
 		Server:       o.nodeName,
 		FieldManager: "k3s-like/" + o.nodeName,
 		UserAgent:    "k3s-like-feature-publisher",
-		Kubeconfig:   o.adminKubeconfig(),
+		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
 		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	// The cluster's view of each Feature, the nodes' reports included; the
@@ -66,7 +68,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	cp.summary = &featurepub.Summarizer{
 		FieldManager: "k3s-like/node-summary",
 		UserAgent:    "k3s-like-feature-summarizer",
-		Kubeconfig:   o.adminKubeconfig(),
+		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
 		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	if err := (controlplane.Components{
