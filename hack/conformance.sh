@@ -119,6 +119,12 @@ set +e
   --kubectl-path="$work/bin/kubectl" --report-dir="$out" > "$out/e2e.log" 2>&1
 code=$?
 set -e
+# The checkout the run was made from, and a focus other than the default.
+repo=$(cd "$(dirname "$0")/.." && pwd)
+rev=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git -C "$repo" diff --quiet HEAD 2>/dev/null || rev+=+dirty
+meta=(-meta "k3s-like=$rev")
+[ "$FOCUS" = '\[Conformance\]' ] || meta+=(-meta "focus=$FOCUS")
 # The command that repeats this run: the knobs given, not their defaults.
 command="make conformance K8S_MINOR=$minor"
 [ "$PROCS" = 2 ] || command+=" PROCS=$PROCS"
@@ -126,5 +132,5 @@ command="make conformance K8S_MINOR=$minor"
 echo "conformance: ginkgo exited $code at $(date -u +%T) (started $started); writing $RESULTS_MD"
 "$RESULTS" -json "$out/report.json" -skip "$SKIP" -out "$RESULTS_MD" -version "$("$K3S_LIKE" --version 2>/dev/null | awk '/kubernetes:/ {print $2; exit}')" \
   -command "$command" -meta "machine=$(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)" \
-  -meta "procs=$PROCS" -meta "focus=$FOCUS"
+  -meta "procs=$PROCS" "${meta[@]}"
 exit $code

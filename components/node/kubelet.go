@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/configz"
 	"k8s.io/component-base/featuregate"
@@ -191,17 +195,17 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", KubeletName, err)
 	}
 	defer configz.Delete(kubeletConfigzName)
-	if kc.HealthzPort > 0 {
-		probeCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() {
-			if waitHealthz(probeCtx, net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort))), kubeletHealthy) == nil {
-				k.markReady()
-			}
-		}()
-	} else {
-		k.markReady() // nothing to ask: ready once it runs
-	}
+	probeCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	kubeconfig := k.server.KubeConfig
+	go func() {
+		if kc.HealthzPort > 0 && waitHealthz(probeCtx, net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort))), kubeletHealthy) != nil {
+			return
+		}
+		if waitCredential(probeCtx, kubeconfig) == nil {
+			k.markReady()
+		}
+	}()
 	return stoppedWhileStarting(ctx, kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate))
 }
 
@@ -220,8 +224,10 @@ func stoppedWhileStarting(ctx context.Context, err error) error {
 }
 
 // Ready blocks until the kubelet's /healthz (--healthz-bind-address,
-// --healthz-port) answered 200, or, with --healthz-port=0, until Run
-// started it; or until ctx ends.
+// --healthz-port) answered 200 (with --healthz-port=0: until Run started
+// it) and its --kubeconfig has its client certificate (a bootstrapping
+// kubelet writes it once its request is signed; what shares its
+// credential, kube-proxy, needs it); or until ctx ends.
 func (k *Kubelet) Ready(ctx context.Context) error {
 	select {
 	case <-k.ready:
@@ -229,6 +235,24 @@ func (k *Kubelet) Ready(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// waitCredential waits until kubeconfig loads and the client certificate
+// file it names, if any, exists: a bootstrapping kubelet writes its
+// kubeconfig first, the certificate once it is signed.
+func waitCredential(ctx context.Context, kubeconfig string) error {
+	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return false, nil
+		}
+		if cfg.CertFile != "" {
+			if _, err := os.Stat(cfg.CertFile); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // markReady reports the kubelet ready; later calls do nothing.

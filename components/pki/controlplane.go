@@ -99,6 +99,9 @@ func (f *Files) Layout() Layout { return Layout{Dir: f.Dir} }
 // for --requestheader-allowed-names.
 const FrontProxyClientName = "front-proxy-client"
 
+// KubeletServingCAName is the common name of the kubelet serving CA.
+const KubeletServingCAName = "kubeharness-kubelet-serving-ca"
+
 // KubeletAPIAdminGroup is the group of the apiserver's client certificate
 // towards kubelets: bind upstream's ClusterRole system:kubelet-api-admin
 // to it (the kubelets authorize the apiserver by that role, not by
@@ -141,7 +144,7 @@ func Ensure(cfg Config) (*Files, error) {
 		{&f.ClientCA, l.ClientCA(), "kubeharness-client-ca"},
 		{&f.RequestHeaderCA, l.RequestHeaderCA(), "kubeharness-request-header-ca"},
 		{&f.EtcdCA, l.EtcdCA(), "kubeharness-etcd-ca"},
-		{&f.KubeletServingCA, l.KubeletServingCA(), "kubeharness-kubelet-serving-ca"},
+		{&f.KubeletServingCA, l.KubeletServingCA(), KubeletServingCAName},
 	} {
 		if *ca.dst, err = LoadOrCreateCA(ca.files.CertFile, ca.files.KeyFile, ca.cn); err != nil {
 			return nil, err

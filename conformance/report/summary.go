@@ -234,7 +234,8 @@ func cause(msg string) string {
 		return "(no message)"
 	}
 	c := lines[0]
-	if c == "Expected" {
+	// gomega: "Expected …", or "Timed out after 60s." then "Expected …".
+	if c == "Expected" || len(lines) > 1 && lines[1] == "Expected" {
 		c = strings.Join(lines, " ")
 	} else {
 		for i := 1; i < len(lines) && strings.HasSuffix(c, ":"); i++ {

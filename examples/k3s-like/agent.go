@@ -29,6 +29,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/heldlog"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -44,6 +45,8 @@ type agentOptions struct {
 	node        nodeOptions
 	logging     logging
 	stopTimeout time.Duration
+
+	protectFiles bool // --protect-files: a token file open to group or others is an error, not a warning
 }
 
 func newAgentCommand() *cobra.Command {
@@ -59,6 +62,9 @@ func newAgentCommandWithOptions() (*cobra.Command, *agentOptions) {
 		Short: "Run a node (the kubelet and containerd) that joins a k3s-like server: --server URL --token-file FILE",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.checkFileModes(cmd.ErrOrStderr(), os.Getenv); err != nil {
+				return err
+			}
 			return a.run(cmd.Context(), os.Getenv)
 		},
 	}
@@ -66,6 +72,7 @@ func newAgentCommandWithOptions() (*cobra.Command, *agentOptions) {
 	f.StringVarP(&a.server, "server", "s", "", "The server to join, https://HOST:6443 (also $K3S_LIKE_URL)")
 	f.StringVarP(&a.token, "token", "t", "", "The cluster's full token, K10…::server:… (visible to every local user in the process's arguments: prefer --token-file; also $K3S_LIKE_TOKEN)")
 	f.StringVar(&a.tokenFile, "token-file", "", "File holding the cluster's full token: a server's DATA_DIR/token (also $K3S_LIKE_TOKEN_FILE)")
+	f.BoolVar(&a.protectFiles, "protect-files", false, "Refuse to start, instead of warning, when the token file (--token-file, $K3S_LIKE_TOKEN_FILE) is readable or writable by group or others")
 	f.StringVarP(&a.dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "Folder for the node's state: certificates, containerd's images and the kubelet's directory")
 	hostname, _ := os.Hostname()
 	f.StringVar(&a.nodeName, "node-name", hostname, "The node's name (default the hostname)")
@@ -130,11 +137,7 @@ func (a *agentOptions) run(ctx context.Context, getenv func(string) string) erro
 	defer stop()
 	log := logger()
 	c := nodeConfig{dataDir: a.dataDir, name: a.nodeName, opts: a.node, layout: pki.Layout{Dir: filepath.Join(a.dataDir, "agent", "pki")}}
-	ip, err := c.ip()
-	if err != nil {
-		return err
-	}
-	settings, err := join(ctx, u, tok, c.layout, a.nodeName, ip)
+	settings, err := join(ctx, u, tok, c.layout, a.nodeName)
 	if err != nil {
 		return err
 	}
@@ -188,7 +191,7 @@ func bootstrapKubeconfig(l pki.Layout) string {
 // certificate itself (the server's approver). It retries until the server
 // answers and has published the settings, or ctx ends; a CA that does not
 // match the token is an error at once.
-func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name string, ip net.IP) (map[string]string, error) {
+func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name string) (map[string]string, error) {
 	log := logger().WithName("join")
 	var ca []byte
 	var settings map[string]string
@@ -246,10 +249,10 @@ func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name 
 	if err := os.MkdirAll(filepath.Dir(l.NodeLayout(name).Kubeconfig()), 0o700); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(l.ServerCA().CertFile, ca, 0o644); err != nil {
+	if err := atomicfile.Write(l.ServerCA().CertFile, ca, 0o644); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(l.ClientCA().CertFile, []byte(settings[settingClientCA]), 0o644); err != nil {
+	if err := atomicfile.Write(l.ClientCA().CertFile, []byte(settings[settingClientCA]), 0o644); err != nil {
 		return nil, err
 	}
 	id, secret := tok.bootstrapToken()
@@ -262,7 +265,7 @@ func join(ctx context.Context, u *url.URL, tok clusterToken, l pki.Layout, name 
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(bootstrapKubeconfig(l), b, 0o600); err != nil {
+	if err := atomicfile.Write(bootstrapKubeconfig(l), b, 0o600); err != nil {
 		return nil, err
 	}
 	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.caHash)

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -144,8 +143,8 @@ func TestPinServerCA(t *testing.T) {
 
 // TestJoin: against a TLS server carrying the pinned CA that serves the
 // agent settings to the bootstrap token alone, join writes the cluster CA,
-// the client CA, the bootstrap kubeconfig (0600) and a serving
-// certificate, and returns the settings; an unknown bearer is retried
+// the client CA and the bootstrap kubeconfig (0600), no serving
+// certificate (the kubelet requests it), and returns the settings; an unknown bearer is retried
 // until the context ends; malformed settings are an error naming them.
 func TestJoin(t *testing.T) {
 	dir := t.TempDir()
@@ -186,7 +185,7 @@ func TestJoin(t *testing.T) {
 	l := pki.Layout{Dir: filepath.Join(dir, "agent", "pki")}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	settings, err := join(ctx, u, tok, l, "node-b", net.ParseIP("192.0.2.11"))
+	settings, err := join(ctx, u, tok, l, "node-b")
 	require.NoError(t, err)
 	assert.Equal(t, "10.43.0.10", settings[settingClusterDNS])
 	assert.Equal(t, caPEM, read(t, l.ServerCA().CertFile), "the pinned CA, byte for byte")
@@ -198,24 +197,17 @@ func TestJoin(t *testing.T) {
 	st, err := os.Stat(bootstrapKubeconfig(l))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	serving := l.NodeLayout("node-b").Serving()
-	certs, err := certutil.CertsFromFile(serving.CertFile)
-	require.NoError(t, err)
-	assert.Equal(t, "192.0.2.11", certs[0].IPAddresses[0].String())
-	st, err = os.Stat(serving.KeyFile)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	// A second join keeps the serving certificate.
-	before := read(t, serving.CertFile)
-	_, err = join(ctx, u, tok, l, "node-b", net.ParseIP("192.0.2.11"))
-	require.NoError(t, err)
-	assert.Equal(t, before, read(t, serving.CertFile))
+	// No serving certificate: the kubelet requests one from the signer.
+	_, err = os.Stat(l.NodeLayout("node-b").Serving().CertFile)
+	assert.True(t, os.IsNotExist(err), "join writes no serving certificate: %v", err)
+	_, err = join(ctx, u, tok, l, "node-b")
+	require.NoError(t, err, "a second join")
 
 	// Another secret with the same CA: its bootstrap token is refused, and
 	// join retries until stopped, naming what it last saw.
 	short, cancelShort := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancelShort()
-	_, err = join(short, u, clusterToken{secret: "other", caHash: tok.caHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c", net.ParseIP("192.0.2.12"))
+	_, err = join(short, u, clusterToken{secret: "other", caHash: tok.caHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stopped before the server answered")
 	assert.Contains(t, err.Error(), "does not accept the token's bootstrap token")
@@ -223,7 +215,7 @@ func TestJoin(t *testing.T) {
 
 	// Malformed settings: named.
 	settingsCA = "not a certificate"
-	_, err = join(ctx, u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d", net.ParseIP("192.0.2.13"))
+	_, err = join(ctx, u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kube-system/"+agentSettings+"): "+settingClientCA)
 }

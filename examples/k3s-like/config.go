@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -58,13 +59,9 @@ func readConfig(files []string) (map[string]*configValue, []string, error) {
 	merged := map[string]*configValue{}
 	var order []string
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		doc, err := readConfigFile(f)
 		if err != nil {
-			return nil, nil, fmt.Errorf("config file %s: %w", f, err)
-		}
-		var doc map[string]any
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, nil, fmt.Errorf("config file %s: %w", f, err)
+			return nil, nil, err
 		}
 		keys := make([]string, 0, len(doc))
 		for k := range doc {
@@ -94,6 +91,50 @@ func readConfig(files []string) (map[string]*configValue, []string, error) {
 		}
 	}
 	return merged, order, nil
+}
+
+// readConfigFile parses one config file; its errors name the file.
+func readConfigFile(f string) (map[string]any, error) {
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", f, err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", f, err)
+	}
+	return doc, nil
+}
+
+// secretConfigKey is the config key whose value is a secret: a config file
+// that sets it must be as private as a token file.
+const secretConfigKey = "token"
+
+// checkFileModes checks, once the config files are merged and before the
+// server writes anything or listens (--dry-run too), the files it takes
+// flags and its token from (checkFileModes): group or
+// others may write none of them, nor read a config file that sets token
+// or the token file; a warning each, or with --protect-files an error. A
+// config file without the token is not a secret (k3s's config.yaml is
+// commonly 0644, and the same flags are in every process listing), so
+// warning about reading it would be noise.
+func (o *serverOptions) checkFileModes(stderr io.Writer, configFiles []string, getenv func(string) string) error {
+	var files []checkedFile
+	for _, f := range configFiles {
+		c := checkedFile{path: f, what: "the config file"}
+		doc, err := readConfigFile(f)
+		_, plain := doc[secretConfigKey]
+		_, appended := doc[secretConfigKey+"+"]
+		if plain || appended {
+			c.secret, c.note = true, "it sets "+secretConfigKey
+		}
+		if err != nil {
+			c.secret = true // applyConfig read it; if it cannot be read now, assume the worst
+		}
+		files = append(files, c)
+	}
+	files = append(files, tokenFileToCheck(o.token, o.tokenFile, o.dataDir, getenv)...)
+	return checkFileModes(stderr, o.protectFiles, files)
 }
 
 // scalars turns a YAML value into flag values: a scalar, or a list of them.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -101,4 +102,63 @@ func TestConfigFileErrors(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{env}, files)
+}
+
+// TestConfigFileMode: a config file that sets token is as private as a
+// token file: readable by group or others is a warning naming the file (in
+// a drop-in too), with --protect-files (from the command line or a config
+// file) an error; one without the token may be 0644, but writable by group
+// or others is a warning (whoever writes it sets the server's flags). The
+// token never appears.
+func TestConfigFileMode(t *testing.T) {
+	const secret = "s3cret-in-config"
+	dir := t.TempDir()
+	write := func(name, body string, perm os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, []byte(body), perm))
+		require.NoError(t, os.Chmod(p, perm))
+		return p
+	}
+	noEnv := func(string) string { return "" }
+	check := func(args []string, files ...string) (string, error) {
+		t.Helper()
+		o, err := parseServer(t, append([]string{"--data-dir=" + t.TempDir()}, args...), files...)
+		require.NoError(t, err)
+		var stderr bytes.Buffer
+		err = o.checkFileModes(&stderr, files, noEnv)
+		assert.NotContains(t, stderr.String(), secret)
+		if err != nil {
+			assert.NotContains(t, err.Error(), secret)
+		}
+		return stderr.String(), err
+	}
+
+	plain := write("plain.yaml", "https-listen-port: 7443\n", 0o644)
+	out, err := check(nil, plain)
+	require.NoError(t, err)
+	assert.Empty(t, out, "a config file without the token may be 0644")
+
+	withToken := write("token.yaml", "token: "+secret+"\n", 0o644)
+	out, err = check(nil, withToken)
+	require.NoError(t, err)
+	assert.Equal(t, "Warning: the config file "+withToken+" (it sets token) is readable by group or others (mode 0644): chmod 600 "+withToken+" (--protect-files makes this an error)\n", out)
+	_, err = check([]string{"--protect-files"}, withToken)
+	assert.EqualError(t, err, "--protect-files: the config file "+withToken+" (it sets token) is readable by group or others (mode 0644): chmod 600 "+withToken)
+	require.NoError(t, os.Chmod(withToken, 0o600))
+	out, err = check([]string{"--protect-files"}, withToken)
+	require.NoError(t, err)
+	assert.Empty(t, out, "0600 is silent")
+
+	main := write("main.yaml", "protect-files: true\n", 0o600)
+	dropIn := write("main.yaml.d/10-token.yaml", "token: "+secret+"\n", 0o640)
+	files, err := configFiles(main, noEnv)
+	require.NoError(t, err)
+	_, err = check(nil, files...)
+	assert.EqualError(t, err, "--protect-files: the config file "+dropIn+" (it sets token) is readable by group or others (mode 0640): chmod 600 "+dropIn, "a drop-in, and --protect-files from a config file")
+
+	writable := write("writable.yaml", "https-listen-port: 7443\n", 0o664)
+	out, err = check(nil, writable)
+	require.NoError(t, err)
+	assert.Equal(t, "Warning: the config file "+writable+" is writable by group or others (mode 0664): chmod 600 "+writable+" (--protect-files makes this an error)\n", out)
 }

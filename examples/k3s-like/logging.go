@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
@@ -58,21 +60,55 @@ func (l logging) shorthands() ([]kubeargs.Arg, error) {
 }
 
 // redirect sends the process's stderr, everything klog, etcd and the Go
-// runtime write, to --log FILE (appended, created 0600), as k3s's --log
-// does; nothing without --log.
+// runtime write, to --log FILE (appended), as k3s's --log does; nothing
+// without --log. FILE is opened by openLog; when that made it 0600, a
+// warning says so on the stderr it replaces.
 func (l logging) redirect() error {
 	if l.file == "" {
 		return nil
 	}
-	f, err := os.OpenFile(l.file, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, was, err := openLog(l.file)
 	if err != nil {
-		return fmt.Errorf("--log=%s: %w", l.file, unwrapPath(err))
+		return err
 	}
 	defer f.Close()
+	if was != 0 {
+		fmt.Fprintf(os.Stderr, "Warning: --log=%s was open to group or others (mode %04o): made it 0600\n", l.file, was)
+	}
 	if err := dupStderr(f); err != nil {
 		return fmt.Errorf("--log=%s: %w", l.file, err)
 	}
 	return nil
+}
+
+// openLog opens the log file for appending, never through a symbolic link
+// at path (O_NOFOLLOW: one there is an error naming it, and what it points
+// to is neither created nor written), creating it 0600. The log may carry
+// what only root should read, so an existing regular file that group or
+// others had any permission on is made 0600 (fchmod on what was opened, not
+// the path again); was is its mode then, 0 when nothing changed. A device
+// or a FIFO (--log=/dev/null) keeps its mode.
+func openLog(path string) (f *os.File, was os.FileMode, err error) {
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|noFollow, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, 0, fmt.Errorf("--log=%s: is a symbolic link: refusing to follow it; give the file it points to, or remove the link", path)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("--log=%s: %w", path, unwrapPath(err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("--log=%s: %w", path, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o077 == 0 {
+		return f, 0, nil
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("--log=%s: was open to group or others (mode %04o) and cannot be made 0600: %w", path, st.Mode().Perm(), unwrapPath(err))
+	}
+	return f, st.Mode().Perm(), nil
 }
 
 // logger is the server's own: klog's, named k3s-like, configured by the

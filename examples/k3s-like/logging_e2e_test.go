@@ -196,3 +196,44 @@ func TestLoggingFlags(t *testing.T) {
 		assert.Contains(t, lastLine(string(out)), want, args)
 	}
 }
+
+// TestLogFileNoFollow: --log at a symbolic link exits 1 naming it, and
+// what the link points to is neither written nor chmodded; an existing log
+// file group or others could read is made 0600, with a warning saying so.
+func TestLogFileNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep\n"), 0o644))
+	require.NoError(t, os.Chmod(victim, 0o644))
+	link := filepath.Join(dir, "k3s-like.log")
+	require.NoError(t, os.Symlink(victim, link))
+	// --memory-limit=1 fails right after --log is opened: nothing starts.
+	run := func(log string) (string, int) {
+		cmd := exec.Command(binary, "server", "--disable-agent", "--data-dir="+filepath.Join(t.TempDir(), "d"), "--log="+log, "--memory-limit=1")
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := run(link)
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "k3s-like: --log="+link+": is a symbolic link: refusing to follow it; give the file it points to, or remove the link", lastLine(out))
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(got), "the link's target is not written")
+	st, err := os.Stat(victim)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "nor chmodded")
+
+	open := filepath.Join(dir, "open.log")
+	require.NoError(t, os.WriteFile(open, []byte("before\n"), 0o644))
+	require.NoError(t, os.Chmod(open, 0o644))
+	out, code = run(open)
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "Warning: --log="+open+" was open to group or others (mode 0644): made it 0600", strings.TrimSpace(out), "the warning on the stderr it replaces; the error is in the log")
+	st, err = os.Stat(open)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	got, err = os.ReadFile(open)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), "before\n"), "appended: %q", got)
+	assert.Contains(t, string(got), "--memory-limit=1")
+}

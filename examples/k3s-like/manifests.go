@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -159,7 +160,7 @@ func writePackaged(dir string, v manifestValues, disabled []string, log logr.Log
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(file, data, 0o600); err != nil {
+		if err := atomicfile.Write(file, data, 0o600); err != nil {
 			return fmt.Errorf("packaged manifest %s: %w", name, err)
 		}
 	}

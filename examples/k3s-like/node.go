@@ -30,6 +30,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -364,7 +365,7 @@ func (c nodeConfig) prepareRuntime() error {
 	if err := writeHostsDir(d.hostsDir(), regs); err != nil {
 		return err
 	}
-	return writeFileAtomic(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
+	return atomicfile.Write(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
 }
 
 // containerdConfig is containerd's configuration for the node: its state
@@ -449,7 +450,7 @@ func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 	}
 	cidr := n.Spec.PodCIDR
 	d := newNodeDirs(c.dataDir)
-	if err := writeFileAtomic(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
 		return err
 	}
 	logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
@@ -483,24 +484,6 @@ func (containerdLog) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// writeFileAtomic writes data to path through a temporary file and a rename.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // unmountUnder detaches every mount below the given directories, deepest

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
 )
 
 // defaultRegistriesFile is --private-registry's default, read only if it
@@ -107,7 +109,7 @@ func writeHostsDir(dir string, r registries) error {
 		for _, e := range r.Mirrors[host].Endpoint {
 			fmt.Fprintf(&b, "\n[host.%s]\n  capabilities = [\"pull\", \"resolve\"]\n", strconv.Quote(strings.TrimSuffix(e, "/")))
 		}
-		if err := writeFileAtomic(filepath.Join(dir, sub, "hosts.toml"), []byte(b.String()), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, sub, "hosts.toml"), []byte(b.String()), 0o600); err != nil {
 			return err
 		}
 	}

@@ -38,12 +38,14 @@ type serverOptions struct {
 	datastoreKey      string
 	token             string
 	tokenFile         string
+	protectFiles      bool // --protect-files: a token or config file open to group or others is an error, not a warning
 	disableScheduler  bool
 	disableKCM        bool
 	writeKubeconfig   string
 	kubeconfigMode    string
 	statusAddress     string
 	statusTLS         string
+	enablePprof       bool // the status endpoint serves /debug/pprof
 	dryRun            bool
 	output            string
 	etcdClientPort    int
@@ -78,6 +80,9 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 			if err := applyConfig(cmd.Flags(), files); err != nil {
 				return err
 			}
+			if err := o.checkFileModes(cmd.ErrOrStderr(), files, os.Getenv); err != nil {
+				return err
+			}
 			return o.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
@@ -103,11 +108,13 @@ func newServerCommandWithOptions() (*cobra.Command, *serverOptions) {
 	f.StringVar(&o.datastoreKey, "datastore-keyfile", "", "Client key file for the external etcd")
 	f.StringVarP(&o.token, "token", "t", "", "The cluster's token on an external datastore (a bare secret, or the full K10…::server:… form that also pins the cluster CA): the first server stores the cluster PKI in the datastore encrypted with it, the others fetch it. Visible to every local user in the process's arguments: prefer --token-file. Also $K3S_LIKE_TOKEN. Without any, the first server generates one into DATA_DIR/token")
 	f.StringVar(&o.tokenFile, "token-file", "", "File holding the cluster's token (the first server writes the full token to DATA_DIR/token, 0600). Also $K3S_LIKE_TOKEN_FILE")
+	f.BoolVar(&o.protectFiles, "protect-files", false, "Refuse to start, instead of warning, when a file holding the token (--token-file, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token, a config file that sets token) is readable or writable by group or others, or a config file is writable by them")
 	f.BoolVar(&o.disableScheduler, "disable-scheduler", false, "Do not run kube-scheduler")
 	f.BoolVar(&o.disableKCM, "disable-controller-manager", false, "Do not run kube-controller-manager")
 	f.StringVarP(&o.writeKubeconfig, "write-kubeconfig", "o", "", "Write the admin kubeconfig here (default DATA_DIR/admin.kubeconfig)")
 	f.StringVar(&o.kubeconfigMode, "write-kubeconfig-mode", "0600", "The admin kubeconfig's file mode, octal as chmod takes it (k3s's flag), e.g. 0640 for a group that may read it")
-	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the status endpoint (/components, /features, /livez, /readyz, /healthz, /metrics, /flagz, /statusz, /leader-election, /debug/pprof): plain HTTP on loopback, else HTTPS requiring a client certificate of the cluster's client CA")
+	f.StringVar(&o.statusAddress, "status-address", "127.0.0.1:10290", "Address of the status endpoint (/components, /features, /livez, /readyz, /healthz, /metrics, /flagz, /statusz, /leader-election; /debug/pprof with --enable-pprof). On loopback: plain HTTP for every local user, only for a Host of loopback or localhost. Elsewhere: HTTPS requiring a client certificate of the cluster's client CA; then any such certificate reads /livez, /readyz and /healthz, and the rest only system:masters or a user the apiserver allows to get that path (RBAC nonResourceURLs, asked by SubjectAccessReview)")
+	f.BoolVar(&o.enablePprof, "enable-pprof", false, "Serve the process's profiles at /debug/pprof on the status endpoint (for k3s-like top and go tool pprof; ?seconds at most 60); off, they are 404")
 	f.StringVar(&o.statusTLS, "status-tls", statusTLSAuto, "auto: the status endpoint is HTTPS with client certificates unless --status-address is loopback; always: on loopback too")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Parse every component's arguments, run the barrier, print the plan, and exit: nothing listens, nothing is written")
 	f.StringVar(&o.output, "output", "table", "With --dry-run: table, or json (each component's arguments and the plan); no short form: -o is --write-kubeconfig, as in k3s")

@@ -14,13 +14,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
-	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
 )
 
 // ensurePKI makes the server's PKI: on an external datastore from the
 // cluster's shared CAs (fetched, or stored by the first server, with
-// --token), otherwise locally.
+// --token), otherwise locally. A full token (one that pins the server CA)
+// never starts a cluster: on a datastore without one it is an error before
+// anything is generated (bootstrap.NoClusterError).
 func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if !o.externalDatastore() {
 		if err := o.writePKI(); err != nil {
@@ -70,8 +71,14 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 	} else if tok.caHash == "" {
 		log.Info(fmt.Sprintf("Warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token", source))
 	}
-	check := func(files map[string][]byte) error { return tok.checkCA(files[pki.Layout{}.ServerCA().CertFile]) }
-	if err := bootstrap.Sync(sctx, client, tok.secret, o.layout().Dir, o.writePKI, check); err != nil {
+	// With a pin, Sync refuses an empty datastore and any record whose
+	// server CA is not the pinned one or whose CA key is not that CA's,
+	// before anything is generated or written.
+	err = bootstrap.Sync(sctx, bootstrap.Config{
+		KV: client, Secret: tok.secret, Pinned: tok.caHash,
+		Dir: o.layout().Dir, Generate: o.writePKI, Log: log,
+	})
+	if err != nil {
 		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
 	}
 	return o.writeFullToken(log, tok, source)

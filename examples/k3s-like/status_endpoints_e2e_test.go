@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,10 +21,22 @@ import (
 // (none when empty) and returns the code and body.
 func (s *server) statusBody(path, accept string) (int, string) {
 	s.t.Helper()
+	return s.statusRequest(path, http.Header{"Accept": {accept}})
+}
+
+// statusRequest GETs path from the plain-HTTP status endpoint with header
+// (Host: the request's Host) and returns the code and body.
+func (s *server) statusRequest(path string, header http.Header) (int, string) {
+	s.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+s.statusAddress()+path, nil)
 	require.NoError(s.t, err)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
+	for k, v := range header {
+		switch {
+		case k == "Host":
+			req.Host = v[0]
+		case v[0] != "":
+			req.Header[k] = v
+		}
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	require.NoError(s.t, err)
@@ -36,7 +49,9 @@ func (s *server) statusBody(path, accept string) (int, string) {
 // The status endpoint of a real server: a readyz check per component (and
 // 404 for another name), livez, the kubeharness_* metrics with the feature
 // plan, every component's effective flags with a secret value redacted,
-// and statusz.
+// and statusz. On loopback it is plain HTTP for a Host of loopback only
+// (DNS rebinding), and without --enable-pprof it serves no profiles
+// (`k3s-like top` says to start the server with it).
 func TestStatusEndpoints(t *testing.T) {
 	s := newServer(t, t.TempDir())
 	// A value that RedactArgs hides: the flag's name says token.
@@ -130,6 +145,33 @@ func TestStatusEndpoints(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(s.ports["https"]), fz.Flags["secure-port"])
 		code, _ = s.statusBody("/flagz/no-such-component", "")
 		assert.Equal(t, http.StatusNotFound, code)
+	})
+
+	t.Run("loopback Host only", func(t *testing.T) {
+		port := strconv.Itoa(s.ports["status"])
+		for _, host := range []string{"evil.example:" + port, "evil.example", "10.0.0.5:" + port} {
+			code, body := s.statusRequest("/flagz", http.Header{"Host": {host}})
+			assert.Equal(t, http.StatusForbidden, code, host)
+			assert.Contains(t, body, "answers only a Host of loopback", host)
+			assert.NotContains(t, body, "kube-apiserver", host)
+		}
+		for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port} {
+			code, body := s.statusRequest("/flagz", http.Header{"Host": {host}})
+			assert.Equal(t, http.StatusOK, code, "%s: %s", host, body)
+		}
+		code, _ := s.statusRequest("/flagz", http.Header{"Sec-Fetch-Site": {"cross-site"}})
+		assert.Equal(t, http.StatusForbidden, code, "a browser's request for another site")
+	})
+
+	t.Run("pprof off by default", func(t *testing.T) {
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/goroutine?debug=1"} {
+			code, body := s.statusBody(path, "")
+			assert.Equal(t, http.StatusNotFound, code, path)
+			assert.Contains(t, body, "start it with --enable-pprof", path)
+		}
+		out, err := exec.Command(binary, "top", "--seconds=1", "--status-address="+s.statusAddress()).CombinedOutput()
+		assert.Error(t, err)
+		assert.Contains(t, string(out), "serves no profiles: start it with --enable-pprof")
 	})
 
 	t.Run("statusz", func(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 // arguments, the feature plan and the leader election. On loopback it is
 // plain HTTP, for the local operator and scripts; anywhere else it is
 // HTTPS with the apiserver's serving certificate and requires a client
-// certificate of the cluster's client CA (the admin kubeconfig's works).
+// certificate of the cluster's client CA (the admin kubeconfig's works),
+// and authorization beyond the health paths (statusGuard).
 // --status-tls=always asks for the latter on loopback too.
 const (
 	statusTLSAuto   = "auto"
@@ -124,7 +125,17 @@ func (c *statusClient) get(path string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s%s: %s: %s", c.addr, path, resp.Status, body)
+		return nil, &statusError{URL: c.addr + path, Code: resp.StatusCode, Status: resp.Status, Body: string(body)}
 	}
 	return body, nil
 }
+
+// statusError is a status endpoint's answer other than 200.
+type statusError struct {
+	URL    string // address and path
+	Code   int
+	Status string
+	Body   string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s: %s: %s", e.URL, e.Status, e.Body) }

@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
 )
 
 // clusterToken is the cluster's join token in k3s's forms: a bare secret,
@@ -96,7 +99,9 @@ func (o *serverOptions) resolveToken(getenv func(string) string) (tok clusterTok
 // (--token-file), $K3S_LIKE_TOKEN, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token
 // (not for dataDir ""). source names where it came from (never the value).
 func resolveToken(token, file, dataDir string, getenv func(string) string) (tok clusterToken, source string, found bool, err error) {
-	fromFile := func(path, what string) (clusterToken, string, bool, error) {
+	value, path, what := tokenSource(token, file, dataDir, getenv)
+	switch {
+	case path != "":
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return clusterToken{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
@@ -106,41 +111,74 @@ func resolveToken(token, file, dataDir string, getenv func(string) string) (tok 
 			return clusterToken{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
 		}
 		return t, what + " " + path, true, nil
-	}
-	direct := func(value, what string) (clusterToken, string, bool, error) {
+	case what != "":
 		t, err := parseToken(value)
 		if err != nil {
 			return clusterToken{}, what, false, fmt.Errorf("%s: %w", what, err)
 		}
 		return t, what, true, nil
 	}
-	switch {
-	case token != "":
-		return direct(token, "--token")
-	case file != "":
-		return fromFile(file, "--token-file")
-	case getenv("K3S_LIKE_TOKEN") != "":
-		return direct(getenv("K3S_LIKE_TOKEN"), "$K3S_LIKE_TOKEN")
-	case getenv("K3S_LIKE_TOKEN_FILE") != "":
-		return fromFile(getenv("K3S_LIKE_TOKEN_FILE"), "$K3S_LIKE_TOKEN_FILE")
-	}
-	if dataDir == "" {
-		return clusterToken{}, "", false, nil
-	}
-	if _, err := os.Stat(tokenFile(dataDir)); err == nil {
-		return fromFile(tokenFile(dataDir), "the token file")
-	}
 	return clusterToken{}, "", false, nil
 }
 
+// tokenSource is where resolveToken takes the token from: a value (--token,
+// $K3S_LIKE_TOKEN) or a file's path (--token-file, $K3S_LIKE_TOKEN_FILE,
+// DATA_DIR/token), and what names that source; all "" for none.
+func tokenSource(token, file, dataDir string, getenv func(string) string) (value, path, what string) {
+	switch {
+	case token != "":
+		return token, "", "--token"
+	case file != "":
+		return "", file, "--token-file"
+	case getenv("K3S_LIKE_TOKEN") != "":
+		return getenv("K3S_LIKE_TOKEN"), "", "$K3S_LIKE_TOKEN"
+	case getenv("K3S_LIKE_TOKEN_FILE") != "":
+		return "", getenv("K3S_LIKE_TOKEN_FILE"), "$K3S_LIKE_TOKEN_FILE"
+	}
+	if dataDir != "" {
+		if _, err := os.Stat(tokenFile(dataDir)); err == nil {
+			return "", tokenFile(dataDir), "the token file"
+		}
+	}
+	return "", "", ""
+}
+
+// tokenFileToCheck is the token file resolveToken would read, for
+// checkFileModes; none when the token comes from elsewhere.
+func tokenFileToCheck(token, file, dataDir string, getenv func(string) string) []checkedFile {
+	_, path, what := tokenSource(token, file, dataDir, getenv)
+	switch {
+	case path == "":
+		return nil
+	case what == "the token file":
+		return []checkedFile{{path: path, what: what, secret: true}}
+	}
+	return []checkedFile{{path: path, what: "the token file", note: what, secret: true}}
+}
+
+// checkFileModes warns about the token file the agent reads if group or
+// others may read or write it, or with --protect-files refuses it
+// (checkFileModes).
+func (a *agentOptions) checkFileModes(stderr io.Writer, getenv func(string) string) error {
+	return checkFileModes(stderr, a.protectFiles, tokenFileToCheck(a.token, a.tokenFile, "", getenv))
+}
+
 // writeTokenFile writes the full token to DATA_DIR/token (0600), unless it
-// already holds it.
+// already holds it in a regular file of mode 0600; changed is false when a
+// regular file there held the token already. Anything else there, a
+// symbolic link among them, is replaced (atomicfile.Write), never written
+// through or chmodded.
 func writeTokenFile(dataDir, full string) (changed bool, err error) {
 	path := tokenFile(dataDir)
-	if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == full {
-		return false, os.Chmod(path, 0o600)
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == full {
+			if st.Mode().Perm() == 0o600 {
+				return false, nil
+			}
+			return false, atomicfile.Write(path, []byte(full+"\n"), 0o600)
+		}
 	}
-	return true, writeFileAtomic(path, []byte(full+"\n"), 0o600)
+	return true, atomicfile.Write(path, []byte(full+"\n"), 0o600)
 }
 
 // bootstrapToken is the kubelet TLS bootstrap token that agents join with,

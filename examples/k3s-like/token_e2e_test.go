@@ -120,3 +120,60 @@ func statusBody(t *testing.T, s *server, path string) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestTokenFileModeE2E: a token file group or others may read is a
+// warning naming it, its mode and the fix (chmod 600); with
+// --protect-files the server and the agent exit 1 naming it, before
+// anything else; a 0600 one is silent; the token is in no output. Also a
+// config file that sets token.
+func TestTokenFileModeE2E(t *testing.T) {
+	const secret = "e2e-s3cret-never-printed"
+	dir := t.TempDir()
+	write := func(name, body string, perm os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), perm))
+		require.NoError(t, os.Chmod(p, perm))
+		return p
+	}
+	full := "K10" + strings.Repeat("0", 64) + "::server:" + secret + "\n"
+	open, closed := write("open", full, 0o644), write("closed", full, 0o600)
+	empty := write("empty.yaml", "", 0o600) // not the host's /etc/k3s-like/config.yaml
+	run := func(args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "K3S_LIKE_CONFIG_FILE="+empty)
+		out, _ := cmd.CombinedOutput()
+		assert.NotContains(t, string(out), strings.TrimSpace(secret), "the token is never printed: %v", args)
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	server := func(args ...string) (string, int) {
+		return run(append([]string{"server", "--disable-agent", "--dry-run", "--data-dir=" + filepath.Join(t.TempDir(), "d")}, args...)...)
+	}
+	warning := "Warning: the token file " + open + " (--token-file) is readable by group or others (mode 0644): chmod 600 " + open
+
+	out, code := server("--token-file=" + open)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, warning)
+	out, code = server("--token-file="+open, "--protect-files")
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "k3s-like: --protect-files: the token file "+open+" (--token-file) is readable by group or others (mode 0644): chmod 600 "+open, lastLine(out))
+	out, code = server("--token-file="+closed, "--protect-files")
+	assert.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "Warning: the token file")
+
+	config := write("config.yaml", "token: "+secret+"\n", 0o644)
+	out, code = server("--config="+config, "--protect-files")
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "k3s-like: --protect-files: the config file "+config+" (it sets token) is readable by group or others (mode 0644): chmod 600 "+config, lastLine(out))
+
+	// The agent: the check comes first; without --protect-files the
+	// warning, then the agent's own refusal of a bare secret.
+	bare := write("bare", secret+"\n", 0o640)
+	out, code = run("agent", "--server=https://127.0.0.1:1", "--token-file="+bare, "--data-dir="+t.TempDir())
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "Warning: the token file "+bare+" (--token-file) is readable by group or others (mode 0640): chmod 600 "+bare)
+	assert.Contains(t, lastLine(out), "is a bare secret")
+	out, code = run("agent", "--server=https://127.0.0.1:1", "--token-file="+open, "--protect-files", "--data-dir="+t.TempDir())
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "k3s-like: --protect-files: the token file "+open+" (--token-file) is readable by group or others (mode 0644): chmod 600 "+open, lastLine(out))
+}

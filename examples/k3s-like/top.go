@@ -3,8 +3,10 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +45,9 @@ system sees one process; the harness runs each component's code under the
 pprof label component=<name>. top takes a CPU profile of the server for
 --seconds from its status endpoint (/debug/pprof/profile), adds up the
 samples by that label, and counts the goroutines of a goroutine profile
-(/debug/pprof/goroutine) the same way.
+(/debug/pprof/goroutine) the same way. The server serves them only with
+--enable-pprof; over TLS only to system:masters or a user the apiserver
+allows to get /debug/pprof/profile and /debug/pprof/goroutine.
 
 CPU% is a component's share of the CPU time the process used during the
 profile; CPU-SECONDS is that CPU time (divide by --seconds for cores).
@@ -93,6 +97,9 @@ func (o *topOptions) take(status *statusClient) (*topReport, error) {
 	chunk := int(topChunk / time.Second)
 	for left := o.seconds; left > 0; left -= chunk {
 		body, err := status.get("/debug/pprof/profile?seconds=" + strconv.Itoa(min(left, chunk)))
+		if se, ok := errors.AsType[*statusError](err); ok && se.Code == http.StatusNotFound {
+			return nil, fmt.Errorf("the server at --status-address %s serves no profiles: start it with --enable-pprof", status.addr)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the CPU profile: %w", err)
 		}

@@ -39,11 +39,11 @@ type topOutput struct {
 // apiserver's watch cache in a tight loop (resourceVersion=0: no etcd, no
 // controller reacts, the apiserver alone works), `k3s-like top` gives
 // kube-apiserver the largest share of the CPU, and every running component
-// goroutines of its own. The status endpoint serves /debug/pprof, labelled,
-// but not the command line.
+// goroutines of its own. The status endpoint serves /debug/pprof (with
+// --enable-pprof), labelled, but not the command line.
 func TestTopShowsTheBusyComponent(t *testing.T) {
 	s := newServer(t, t.TempDir())
-	s.start()
+	s.start("--enable-pprof")
 	s.waitReady(90 * time.Second)
 
 	get := func(path string) (int, string) {
@@ -145,7 +145,7 @@ func TestTopShowsTheBusyComponent(t *testing.T) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &status))
-	require.Len(t, status.Components, 8, "etcd, the apiserver, the scheduler, the controller-manager, node-join, manifests, the feature publisher and summarizer: %s", body)
+	require.Len(t, status.Components, 9, "etcd, the apiserver, the scheduler, the controller-manager, node-join, the kubelet serving approver, manifests, the feature publisher and summarizer: %s", body)
 	for _, comp := range status.Components {
 		assert.Equal(t, "ready", comp.State, comp.Name)
 		assert.Positive(t, goroutines[comp.Name], "goroutines of %s", comp.Name)

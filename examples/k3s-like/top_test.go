@@ -217,10 +217,10 @@ func TestTopTakesProfilesInPieces(t *testing.T) {
 	assert.Contains(t, err.Error(), "cpu profiling already in use")
 }
 
-// TestStatusHandlerServesPprof: the status endpoint's /debug/pprof routes,
-// and no command line.
+// TestStatusHandlerServesPprof: the status endpoint's /debug/pprof routes
+// with --enable-pprof, and no command line.
 func TestStatusHandlerServesPprof(t *testing.T) {
-	srv := httptest.NewServer((&serverOptions{}).statusHandler(&controlPlane{h: &harness.Harness{}}))
+	srv := httptest.NewServer((&serverOptions{enablePprof: true}).statusHandler(&controlPlane{h: &harness.Harness{}}))
 	defer srv.Close()
 	do := func(method, path string) (int, string) {
 		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader("0x1000"))
@@ -248,4 +248,14 @@ func TestStatusHandlerServesPprof(t *testing.T) {
 	assert.Contains(t, body, "goroutine ")
 	code, body = do(http.MethodGet, "/components")
 	assert.Equal(t, http.StatusOK, code, "the harness's paths are still there: %s", body)
+}
+
+// TestTopNeedsPprof: against a server without --enable-pprof, top says to
+// start it with the flag.
+func TestTopNeedsPprof(t *testing.T) {
+	srv := httptest.NewServer((&serverOptions{}).statusHandler(&controlPlane{h: &harness.Harness{}}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	_, err := (&topOptions{seconds: 1, output: "table"}).take(&statusClient{addr: addr, tlsMode: statusTLSAuto})
+	assert.EqualError(t, err, "the server at --status-address "+addr+" serves no profiles: start it with --enable-pprof")
 }

@@ -199,6 +199,7 @@ func serverArgs(dir string, p ports) []string {
 		"--etcd-client-port=" + strconv.Itoa(p.etcdClient),
 		"--etcd-peer-port=" + strconv.Itoa(p.etcdPeer),
 		"--status-address=127.0.0.1:" + strconv.Itoa(p.status),
+		"--enable-pprof", // the per-component CPU split reads its profiles
 		"--kube-scheduler-arg=secure-port=" + strconv.Itoa(p.scheduler),
 		"--kube-controller-manager-arg=secure-port=" + strconv.Itoa(p.kcm),
 		// Leader election on in both, so that "ready" includes both leases.

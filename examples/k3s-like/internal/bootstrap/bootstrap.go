@@ -5,24 +5,19 @@
 // token fetches them before it makes anything, so every server's
 // certificates, kubeconfigs and tokens are accepted by every other. A server
 // that cannot get the cluster's PKI (wrong token, unreadable data) fails; it
-// never makes a CA of its own once the cluster has one.
+// never makes a CA of its own once the cluster has one, nor at all when its
+// token pins a CA (a token of a cluster that exists).
 package bootstrap
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/pbkdf2"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"golang.org/x/crypto/argon2"
 
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -35,6 +30,15 @@ const Key = "/kubeharness/bootstrap/pki"
 // lays them out (pki.Layout.ClusterFiles). Leaf certificates are not
 // shared: each server issues its own from these CAs.
 var Files = pki.Layout{}.ClusterFiles()
+
+// added are the CAs of Files that records of older releases lack, with
+// their common names: a server that opens such a record makes them and
+// adds them to it (complete).
+var added = map[pki.CertKey]string{pki.Layout{}.KubeletServingCA(): pki.KubeletServingCAName}
+
+// errRecordChanged: the record changed between this server's read and its
+// write of the completed record; Sync reads it again.
+var errRecordChanged = errors.New("the cluster's PKI record changed while this server completed it")
 
 // Exists reports whether the datastore holds a cluster's PKI record.
 func Exists(ctx context.Context, kv clientv3.KV) (bool, error) {
@@ -49,206 +53,92 @@ func Exists(ctx context.Context, kv clientv3.KV) (bool, error) {
 // cannot be decrypted with this server's token.
 var ErrWrongToken = errors.New("the cluster's PKI in the datastore cannot be decrypted with this --token: use the token of the first server")
 
-// The record in the datastore (JSON): the key derivation and its
-// parameters, so they can be raised later without breaking the records
-// already written, a fresh salt and nonce, and the AES-256-GCM ciphertext
-// of the files, with Key as additional data.
-type sealed struct {
-	// KDF is "argon2id"; a record without it was written before the KDF
-	// was recorded, with PBKDF2-SHA256 at 100,000 iterations, and is still
-	// read.
-	KDF     string `json:"kdf,omitempty"`
-	Time    uint32 `json:"time,omitempty"`    // argon2id passes
-	Memory  uint32 `json:"memory,omitempty"`  // argon2id memory, KiB
-	Threads uint8  `json:"threads,omitempty"` // argon2id lanes
-	Salt    []byte `json:"salt"`
-	Nonce   []byte `json:"nonce"`
-	Data    []byte `json:"data"`
+// NoClusterError is Sync's refusal, before it generates or writes anything,
+// of a token that pins a CA on a datastore that holds no cluster: such a
+// token belongs to a cluster that exists, whose datastore is another one or
+// was wiped. Starting one here would publish a PKI the token does not pin,
+// which every server of that cluster would then refuse.
+type NoClusterError struct {
+	// Pinned is the sha256 of the server CA the token pins.
+	Pinned string
 }
 
-// The parameters seal writes: RFC 9106's second recommended option for
-// argon2id (t=3, 64 MiB, p=4), the one for machines that cannot give 2 GiB
-// to a key derivation. open accepts any within the bounds below.
-const (
-	kdfArgon2id    = "argon2id"
-	argonTime      = 3
-	argonMemoryKiB = 64 * 1024
-	argonThreads   = 4
-	keyLen         = 32
-	saltLen        = 16
-)
+func (e *NoClusterError) Error() string {
+	return fmt.Sprintf("the token pins the cluster CA sha256 %s, but the datastore holds no cluster (no %s): the token belongs to a cluster whose datastore is another one or was wiped; nothing was generated or written. "+
+		"To start a cluster on this datastore, give its first server only the token's secret (the part after ::server:), or no token and a data dir without one", e.Pinned, Key)
+}
 
-// Bounds open checks before it derives anything: a record that asks for
-// more (a corrupted one, or one written to make every server exhaust its
-// memory) is refused, and so is one weaker than OWASP's floor for argon2id.
-const (
-	minTime, maxTime           = 1, 16
-	minMemoryKiB, maxMemoryKiB = 19 * 1024, 1024 * 1024
-	minThreads, maxThreads     = 1, 64
-	minSalt, maxSalt           = 16, 64
-	legacyIterations           = 100_000
-)
+// Config is what Sync needs.
+type Config struct {
+	// KV is the datastore.
+	KV clientv3.KV
+	// Secret is the token's secret: the record's key derives from it.
+	Secret string
+	// Pinned is the sha256 (lower-case hex) of server-ca.crt that the full
+	// token pins, "" for a bare secret. With a pin, Sync never starts a
+	// cluster, and accepts a record only if its server-ca.crt has that
+	// hash and its server-ca.key is that certificate's key (verify).
+	Pinned string
+	// Dir is the PKI directory.
+	Dir string
+	// Generate makes this server's PKI in Dir: all of it on the first
+	// server, only its leaves (from the cluster's files already in Dir)
+	// on the others.
+	Generate func() error
+	// Log says when a record is re-sealed; the zero Logger discards.
+	Log logr.Logger
+}
 
-// RecordError says which field of the datastore's PKI record is malformed.
+// Sync makes c.Dir hold the cluster's shared PKI files.
 //
-//	the cluster's PKI record in the datastore is malformed: nonce: 5 bytes, want 12
-type RecordError struct {
-	Field, Problem string
-}
-
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("the cluster's PKI record in the datastore is malformed: %s: %s", e.Field, e.Problem)
-}
-
-// check validates every field of s that a derivation or decryption would
-// trust, for an AEAD whose nonce is nonceSize bytes and whose tag is
-// overhead bytes.
-func (s *sealed) check(nonceSize, overhead int) error {
-	bad := func(field, format string, a ...any) error {
-		return &RecordError{Field: field, Problem: fmt.Sprintf(format, a...)}
-	}
-	switch s.KDF {
-	case kdfArgon2id:
-		if s.Time < minTime || s.Time > maxTime {
-			return bad("time", "%d, want %d to %d", s.Time, minTime, maxTime)
-		}
-		if s.Memory < minMemoryKiB || s.Memory > maxMemoryKiB {
-			return bad("memory", "%d KiB, want %d to %d", s.Memory, minMemoryKiB, maxMemoryKiB)
-		}
-		if s.Threads < minThreads || s.Threads > maxThreads {
-			return bad("threads", "%d, want %d to %d", s.Threads, minThreads, maxThreads)
-		}
-	case "":
-		if s.Time != 0 || s.Memory != 0 || s.Threads != 0 {
-			return bad("kdf", "missing, but argon2id parameters are set")
-		}
-	default:
-		return bad("kdf", "%q, want %q", s.KDF, kdfArgon2id)
-	}
-	if len(s.Salt) < minSalt || len(s.Salt) > maxSalt {
-		return bad("salt", "%d bytes, want %d to %d", len(s.Salt), minSalt, maxSalt)
-	}
-	if len(s.Nonce) != nonceSize {
-		return bad("nonce", "%d bytes, want %d", len(s.Nonce), nonceSize)
-	}
-	if len(s.Data) < overhead {
-		return bad("data", "%d bytes, shorter than the %d-byte tag", len(s.Data), overhead)
-	}
-	return nil
-}
-
-// key derives the AES-256 key from the token with s's KDF.
-func (s *sealed) key(token string) ([]byte, error) {
-	if s.KDF == kdfArgon2id {
-		return argon2.IDKey([]byte(token), s.Salt, s.Time, s.Memory, s.Threads, keyLen), nil
-	}
-	return pbkdf2.Key(sha256.New, token, s.Salt, legacyIterations, keyLen)
-}
-
-func newGCM(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-// gcmSizes are AES-GCM's nonce and tag sizes, for check before a key exists.
-const gcmNonceSize, gcmTagSize = 12, 16
-
-// seal encrypts files (name → content) with a key derived from the token
-// by argon2id, with a fresh salt and nonce.
-func seal(token string, files map[string][]byte) ([]byte, error) {
-	plain, err := json.Marshal(files)
-	if err != nil {
-		return nil, err
-	}
-	s := sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads,
-		Salt: make([]byte, saltLen), Nonce: make([]byte, gcmNonceSize)}
-	if _, err := rand.Read(s.Salt); err != nil {
-		return nil, err
-	}
-	if _, err := rand.Read(s.Nonce); err != nil {
-		return nil, err
-	}
-	key, err := s.key(token)
-	if err != nil {
-		return nil, err
-	}
-	gcm, err := newGCM(key)
-	if err != nil {
-		return nil, err
-	}
-	s.Data = gcm.Seal(nil, s.Nonce, plain, []byte(Key))
-	return json.Marshal(s)
-}
-
-// open decrypts what seal made (or a record from before the KDF was
-// recorded). A malformed record is a *RecordError, before any derivation;
-// a record the token does not open is ErrWrongToken.
-func open(token string, data []byte) (map[string][]byte, error) {
-	var s sealed
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, &RecordError{Field: "record", Problem: err.Error()}
-	}
-	if err := s.check(gcmNonceSize, gcmTagSize); err != nil {
-		return nil, err
-	}
-	key, err := s.key(token)
-	if err != nil {
-		return nil, err
-	}
-	gcm, err := newGCM(key)
-	if err != nil {
-		return nil, err
-	}
-	plain, err := gcm.Open(nil, s.Nonce, s.Data, []byte(Key))
-	if err != nil {
-		return nil, ErrWrongToken
-	}
-	var files map[string][]byte
-	if err := json.Unmarshal(plain, &files); err != nil {
-		return nil, &RecordError{Field: "data", Problem: "decrypted, but not the PKI files: " + err.Error()}
-	}
-	return files, nil
-}
-
-// Sync makes dir hold the cluster's shared PKI files. If the datastore has
-// them, they are decrypted with token, passed to check (nil: no check) —
-// which can refuse them before anything is written, as a pinned CA does —
-// and written to dir (a different CA already in dir is an error: that data
-// dir belongs to another cluster).
-// If it has none, generate is called to make this server's PKI in dir, and
-// its shared files are stored — unless another server stored its own
-// meanwhile, in which case those are taken instead and generate is called
-// again to reissue the leaves from them.
-func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func() error, check func(files map[string][]byte) error) error {
-	if token == "" {
+// If the datastore has them, they are decrypted with c.Secret, verified
+// (verify: every file there and consistent, the pin when there is one) and
+// written to c.Dir — a different file already there is an error: that data
+// dir belongs to another cluster — and then c.Generate issues this
+// server's leaves. A record sealed with weaker parameters than seal's (the
+// PBKDF2 of older releases) is re-sealed once it passed those checks.
+//
+// If it has none: with a pin, *NoClusterError, before anything is
+// generated or written. Without, c.Generate makes this server's PKI in
+// c.Dir and its shared files are stored — unless another server stored its
+// own meanwhile, in which case those are taken instead and c.Generate is
+// called again to reissue the leaves from them.
+func Sync(ctx context.Context, c Config) error {
+	if c.Secret == "" {
 		return errors.New("a server on an external datastore needs --token: every server of the cluster must share one PKI")
 	}
-	resp, err := kv.Get(ctx, Key)
+	resp, err := c.KV.Get(ctx, Key)
 	if err != nil {
 		return fmt.Errorf("reading the cluster's PKI from the datastore: %w", err)
 	}
-	if len(resp.Kvs) == 1 {
-		return fetch(token, dir, resp.Kvs[0].Value, generate, check)
+	for attempt := 0; len(resp.Kvs) == 1; attempt++ {
+		err := c.fetch(ctx, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+		if !errors.Is(err, errRecordChanged) || attempt == 2 {
+			return err
+		}
+		if resp, err = c.KV.Get(ctx, Key); err != nil {
+			return fmt.Errorf("reading the cluster's PKI from the datastore: %w", err)
+		}
 	}
-	if err := generate(); err != nil {
+	if c.Pinned != "" {
+		return &NoClusterError{Pinned: c.Pinned}
+	}
+	if err := c.Generate(); err != nil {
 		return err
 	}
 	files := map[string][]byte{}
 	for _, name := range Files {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+		b, err := os.ReadFile(filepath.Join(c.Dir, name))
 		if err != nil {
 			return err
 		}
 		files[name] = b
 	}
-	data, err := seal(token, files)
+	data, err := seal(c.Secret, files)
 	if err != nil {
 		return err
 	}
-	txn, err := kv.Txn(ctx).
+	txn, err := c.KV.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(Key), "=", 0)).
 		Then(clientv3.OpPut(Key, string(data))).
 		Else(clientv3.OpGet(Key)).
@@ -260,49 +150,122 @@ func Sync(ctx context.Context, kv clientv3.KV, token, dir string, generate func(
 		return nil
 	}
 	// Another server was first: take its PKI, replacing the one just made.
-	other := txn.Responses[0].GetResponseRange().Kvs[0].Value
-	return fetch(token, dir, other, generate, check, Files...)
+	other := txn.Responses[0].GetResponseRange().Kvs[0]
+	return c.fetch(ctx, other.Value, other.ModRevision, Files...)
 }
 
-// fetch writes the cluster's files to dir, then calls generate to issue
-// this server's leaves from them. replace lists files that may be
+// fetch opens the record data (at modRevision), verifies its files, writes
+// them to c.Dir, re-seals the record if it is stale, then calls c.Generate
+// to issue this server's leaves. replace lists files that may be
 // overwritten even if they differ (the ones this server just made).
-func fetch(token, dir string, data []byte, generate func() error, check func(map[string][]byte) error, replace ...string) error {
-	files, err := open(token, data)
+func (c Config) fetch(ctx context.Context, data []byte, modRevision int64, replace ...string) error {
+	files, s, err := open(c.Secret, data)
 	if err != nil {
 		return err
 	}
-	if check != nil {
-		if err := check(files); err != nil {
-			return err
-		}
-	}
-	mayReplace := map[string]bool{}
-	for _, r := range replace {
-		mayReplace[r] = true
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	completed, err := complete(files)
+	if err != nil {
 		return err
 	}
-	for _, name := range Files {
-		content, ok := files[name]
-		if !ok {
-			return fmt.Errorf("the cluster's PKI in the datastore lacks %s", name)
-		}
-		path := filepath.Join(dir, name)
-		if have, err := os.ReadFile(path); err == nil && string(have) != string(content) && !mayReplace[name] {
-			return fmt.Errorf("%s differs from the cluster's: this data dir belongs to another cluster; use a fresh --data-dir", path)
-		}
-		mode := os.FileMode(0o644)
-		if filepath.Ext(name) == ".key" {
-			mode = 0o600
-		}
-		if err := os.WriteFile(path, content, mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(path, mode); err != nil {
-			return err
-		}
+	if err := verify(files, c.Pinned); err != nil {
+		return err
 	}
-	return generate()
+	if completed != nil {
+		// Stored before anything is written here, so that every server
+		// of the cluster gets the same CA, or read again if another
+		// server stored its own first.
+		if err := c.store(ctx, files, modRevision); err != nil {
+			return err
+		}
+		c.Log.Info("Added to the cluster's PKI record what this release shares and the record lacked", "files", completed)
+		s = sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads}
+	}
+	if err := writeFiles(c.Dir, files, replace); err != nil {
+		return err
+	}
+	if s.stale() {
+		c.reseal(ctx, files, s, modRevision)
+	}
+	return c.Generate()
+}
+
+// complete adds to files, made here, each CA of added that a record of an
+// older release lacks (both of its files), and returns their names; a CA
+// with only one of its two files is a malformed record.
+func complete(files map[string][]byte) ([]string, error) {
+	var names []string
+	for ca, cn := range added {
+		_, crt := files[ca.CertFile]
+		_, key := files[ca.KeyFile]
+		switch {
+		case crt && key:
+			continue
+		case crt || key:
+			return nil, &RecordError{Field: ca.CertFile, Problem: "only one of " + ca.CertFile + " and " + ca.KeyFile + " in the decrypted record"}
+		}
+		dir, err := os.MkdirTemp("", "kubeharness-ca-")
+		if err != nil {
+			return nil, err
+		}
+		made, err := pki.LoadOrCreateCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), cn)
+		var crtPEM, keyPEM []byte
+		if err == nil {
+			crtPEM = made.CertPEM()
+			keyPEM, err = os.ReadFile(made.KeyFile)
+		}
+		_ = os.RemoveAll(dir)
+		if err != nil {
+			return nil, fmt.Errorf("making %s, which the cluster's PKI record lacks: %w", ca.CertFile, err)
+		}
+		files[ca.CertFile], files[ca.KeyFile] = crtPEM, keyPEM
+		names = append(names, ca.CertFile, ca.KeyFile)
+	}
+	return names, nil
+}
+
+// store writes files, sealed by seal, in place of the record that was at
+// modRevision, or returns errRecordChanged if another server wrote it
+// meanwhile.
+func (c Config) store(ctx context.Context, files map[string][]byte, modRevision int64) error {
+	data, err := seal(c.Secret, files)
+	if err != nil {
+		return err
+	}
+	txn, err := c.KV.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(Key), "=", modRevision)).
+		Then(clientv3.OpPut(Key, string(data))).
+		Commit()
+	switch {
+	case err != nil:
+		return fmt.Errorf("storing the cluster's completed PKI record: %w", err)
+	case !txn.Succeeded:
+		return errRecordChanged
+	}
+	return nil
+}
+
+// reseal stores files sealed by seal in place of the record that was at
+// modRevision, sealed as from says — only if it is still there: a record
+// another server wrote meanwhile (its own re-seal, most likely) is left as
+// it is. A failure is logged, not returned: the server has its PKI, the
+// record still opens, and the next start tries again.
+func (c Config) reseal(ctx context.Context, files map[string][]byte, from sealed, modRevision int64) {
+	data, err := seal(c.Secret, files)
+	if err != nil {
+		c.Log.Error(err, "Re-sealing the cluster's PKI record failed: it stays as it was", "kdf", from.String())
+		return
+	}
+	txn, err := c.KV.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(Key), "=", modRevision)).
+		Then(clientv3.OpPut(Key, string(data))).
+		Commit()
+	switch {
+	case err != nil:
+		c.Log.Error(err, "Re-sealing the cluster's PKI record failed: it stays as it was, and the next start tries again", "kdf", from.String())
+	case !txn.Succeeded:
+		c.Log.Info("The cluster's PKI record changed since this server read it (another server re-sealed or rewrote it): left as it is", "readRevision", modRevision)
+	default:
+		c.Log.Info("Re-sealed the cluster's PKI record in the datastore", "from", from.String(),
+			"to", (&sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads}).String(), "revision", txn.Header.Revision)
+	}
 }

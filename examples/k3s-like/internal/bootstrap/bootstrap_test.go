@@ -12,9 +12,10 @@ func TestSealOpen(t *testing.T) {
 	data, err := seal("token-1", files)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "secret")
-	got, err := open("token-1", data)
+	got, s, err := open("token-1", data)
 	require.NoError(t, err)
 	assert.Equal(t, files, got)
-	_, err = open("token-2", data)
+	assert.False(t, s.stale(), "what seal writes is not stale")
+	_, _, err = open("token-2", data)
 	assert.ErrorIs(t, err, ErrWrongToken)
 }

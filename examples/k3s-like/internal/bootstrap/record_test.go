@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,10 +57,12 @@ func legacyRecord(t testing.TB, token string, files map[string][]byte) []byte {
 // A record written before the KDF was recorded still opens.
 func TestLegacyRecordOpens(t *testing.T) {
 	files := map[string][]byte{"server-ca.key": []byte("secret")}
-	got, err := open("token-1", legacyRecord(t, "token-1", files))
+	got, s, err := open("token-1", legacyRecord(t, "token-1", files))
 	require.NoError(t, err)
 	assert.Equal(t, files, got)
-	_, err = open("token-2", legacyRecord(t, "token-1", files))
+	assert.True(t, s.stale(), "a PBKDF2 record is re-sealed by the server that opens it")
+	assert.Equal(t, "PBKDF2-SHA256 100000 iterations", s.String())
+	_, _, err = open("token-2", legacyRecord(t, "token-1", files))
 	assert.ErrorIs(t, err, ErrWrongToken)
 }
 
@@ -87,6 +90,8 @@ func TestMalformedRecords(t *testing.T) {
 		{"too many passes", "time", func(s *sealed) { s.Time = 1000 }},
 		{"memory below the floor", "memory", func(s *sealed) { s.Memory = 1024 }},
 		{"memory that would exhaust the server", "memory", func(s *sealed) { s.Memory = 4 << 30 / 1024 * 1023 }},
+		{"memory 1 KiB above the 256 MiB ceiling", "memory", func(s *sealed) { s.Memory = 256*1024 + 1 }},
+		{"memory at the former 1 GiB ceiling", "memory", func(s *sealed) { s.Memory = 1024 * 1024 }},
 		{"zero threads", "threads", func(s *sealed) { s.Threads = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,14 +99,14 @@ func TestMalformedRecords(t *testing.T) {
 			tc.mutate(&s)
 			data, err := json.Marshal(s)
 			require.NoError(t, err)
-			_, err = open("token", data)
+			_, _, err = open("token", data)
 			var re *RecordError
 			require.ErrorAs(t, err, &re)
 			assert.Equal(t, tc.field, re.Field, err.Error())
 		})
 	}
 	for _, data := range []string{"", "null", "[]", `{"salt": 5}`, "not json"} {
-		_, err := open("token", []byte(data))
+		_, _, err := open("token", []byte(data))
 		var re *RecordError
 		if assert.ErrorAs(t, err, &re, "%q", data) {
 			assert.Contains(t, []string{"record", "salt", "nonce", "data"}, re.Field, "%q: %v", data, err)
@@ -115,10 +120,33 @@ func TestMalformedRecords(t *testing.T) {
 	require.NoError(t, err)
 	s.Data = gcm.Seal(nil, s.Nonce, []byte("not json"), []byte(Key))
 	data, _ := json.Marshal(s)
-	_, err = open("token", data)
+	_, _, err = open("token", data)
 	var re *RecordError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, "data", re.Field)
+}
+
+// TestKDFMemoryCeiling: a record that asks argon2id for 1 KiB more than
+// the 256 MiB ceiling is refused before any derivation — open allocates
+// less than 1 MiB for it, where the derivation would take 256 MiB — and
+// the ceiling itself passes the check, so a 2 GiB host is asked for at
+// most 256 MiB by any record.
+func TestKDFMemoryCeiling(t *testing.T) {
+	s := sealed{KDF: "argon2id", Time: 1, Memory: 256*1024 + 1, Threads: 4,
+		Salt: make([]byte, 16), Nonce: make([]byte, 12), Data: make([]byte, 40)}
+	data, err := json.Marshal(s)
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err = open("token", data)
+	runtime.ReadMemStats(&after)
+	var re *RecordError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "memory", re.Field)
+	assert.Equal(t, "the cluster's PKI record in the datastore is malformed: memory: 262145 KiB, want 19456 to 262144", err.Error())
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "refused before the derivation allocated anything")
+	s.Memory = 256 * 1024
+	assert.NoError(t, s.check(gcmNonceSize, gcmTagSize), "the ceiling itself is accepted")
 }
 
 // FuzzOpen: no input makes open panic; it either fails or returns files.
@@ -134,7 +162,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add([]byte(`{"salt":"AAAAAAAAAAAAAAAAAAAAAA==","nonce":"AAAAAAAAAAAAAAAA","data":""}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := open("token", data)
+		got, _, err := open("token", data)
 		if err == nil && got == nil {
 			t.Fatalf("open returned neither files nor an error for %q", data)
 		}
