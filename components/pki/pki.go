@@ -304,9 +304,10 @@ func writeCerts(path string, certs ...*x509.Certificate) error {
 	return writeFile(path, b, 0o644)
 }
 
-// writeFile writes through a temporary file and a rename, so that a reader
-// never sees half a file and the mode is exactly mode even when the file
-// existed with another.
+// writeFile writes through a temporary file (O_EXCL), synced and renamed,
+// then syncs the directory: a reader or a crash never sees half a file, a
+// symbolic link at path is replaced, not followed, and the mode is exactly
+// mode even when the file existed with another.
 func writeFile(path string, data []byte, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("pki: %w", err)
@@ -317,14 +318,21 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp, mode)); err != nil {
+	if err := errors.Join(werr, f.Chmod(mode), f.Sync(), f.Close()); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("pki: writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("pki: %w", err)
+	}
+	// The rename outlives a crash once the directory is synced.
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("pki: %w", err)
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil {
+		return fmt.Errorf("pki: syncing %s: %w", filepath.Dir(path), err)
 	}
 	return nil
 }

@@ -165,3 +165,28 @@ func TestServingCertificateCarriesItsCA(t *testing.T) {
 	require.Len(t, certs, 2)
 	assert.True(t, certs[1].Equal(f.ServerCA.Cert))
 }
+
+// TestWriteKubeconfigReplacesSymlink: a symbolic link planted where a
+// kubeconfig goes is replaced by the file, 0600; what it pointed to is
+// neither written nor chmodded.
+func TestWriteKubeconfigReplacesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	f, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "pki"), APIServerURL: "https://127.0.0.1:6443"})
+	require.NoError(t, err)
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep"), 0o644))
+	require.NoError(t, os.Chmod(victim, 0o644))
+	link := filepath.Join(dir, "admin.kubeconfig")
+	require.NoError(t, os.Symlink(victim, link))
+	require.NoError(t, pki.WriteKubeconfig(link, "https://127.0.0.1:6443", f.ServerCA.CertPEM(), f.Admin))
+	st, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular(), "%v", st.Mode())
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(got))
+	vst, err := os.Stat(victim)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), vst.Mode().Perm())
+}
