@@ -18,8 +18,9 @@ set -euo pipefail
 minor=${1:?minor, such as 1.37}
 out=${2:?output directory}
 : "${K3S_LIKE:?}" "${E2E_TEST:?}" "${GINKGO:?}" "${IMAGES:?}" "${E2EIMAGES:?}" "${RESULTS:?}" "${SKIP:?}"
-# Four: the suite mostly waits (on two cores a full run at 4 kept k3s-like
-# under a tenth of a core), and at 2 it takes about twice as long.
+# Four: the suite mostly waits (in a full run at 4 on two cores, k3s-like
+# and its containerd used about a fifth of one core), and at 2 it takes
+# about twice as long.
 PROCS=${PROCS:-4}
 FOCUS=${FOCUS:-'\[Conformance\]'}
 RESULTS_MD=${RESULTS_MD:-$out/RESULTS.md}
