@@ -2,9 +2,12 @@
 // components: the kubelet and kube-proxy of k8s.io/kubernetes (Kubelet,
 // KubeProxy), so that a single binary runs them beside the control plane,
 // or alone against a remote one;
-// the container runtime as a child process of the binary (Runtime); and a
+// the container runtime as a child process of the binary (Runtime); a
 // kubelet's default flags for a node of the control plane's PKI
-// (DefaultKubeletFlags, pki.Files.EnsureNode).
+// (DefaultKubeletFlags, pki.Files.EnsureNode, or with ServingBootstrap a
+// serving certificate the kubelet requests); and, for the servers, the
+// approver of those requests (ServingApprover, ReviewServing,
+// ServingApproverRules).
 //
 //	h.Add(components.NewAPIServer(), apiserverArgs)
 //	h.Add(node.NewKubelet(), kubeletArgs, components.APIServerName)
@@ -19,7 +22,8 @@
 // barrier, which reconciles the kubelet's gates with the control plane's
 // and applies them to the process gate. Run checks the kubelet's ports,
 // builds its dependencies and runs upstream's app.Run until its context
-// ends; Ready waits for the kubelet's /healthz.
+// ends; Ready waits for the kubelet's /healthz and its client certificate
+// (a bootstrapping kubelet writes it once its request is signed).
 //
 // kube-proxy's Complete reads only its --config file's feature gates;
 // its Run, after the barrier, checks its ports, waits for its Node to

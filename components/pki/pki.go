@@ -1,9 +1,11 @@
 // Package pki creates and reuses the certificates, keys and kubeconfigs a
-// single-binary control plane needs in its data directory: the cluster CAs,
-// the apiserver's serving certificate, client certificates for the admin,
-// kube-scheduler, kube-controller-manager and the apiserver itself (towards
-// etcd, kubelets and as front proxy), the service-account key pair, and
-// kubeconfigs with the certificates embedded. Layout names every one of
+// single-binary control plane needs in its data directory: the cluster CAs
+// (server, client, request-header, etcd, and one that signs only kubelet
+// serving certificates), the apiserver's serving certificate, client
+// certificates for the admin, kube-scheduler, kube-controller-manager, the
+// apiserver itself (towards etcd, kubelets and as front proxy), the
+// kubelet serving approver and the feature publisher, the service-account
+// key pair, and kubeconfigs with the certificates embedded. Layout names every one of
 // these files, before they exist: the one place their paths are defined.
 //
 // Ensure is idempotent: a CA whose certificate and key are present and valid
