@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -136,5 +137,11 @@ func (o *serverOptions) writePKI() error {
 	if err != nil {
 		return err
 	}
-	return os.Chmod(o.adminKubeconfig(), mode)
+	// Through the file pki just renamed into place, not a link planted
+	// there since (noFollow).
+	f, err := os.OpenFile(o.adminKubeconfig(), os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return fmt.Errorf("--write-kubeconfig-mode: %w", err)
+	}
+	return errors.Join(f.Chmod(mode), f.Close())
 }
