@@ -174,7 +174,7 @@ func (c Config) fetch(ctx context.Context, data []byte, modRevision int64, repla
 		// Stored before anything is written here, so that every server
 		// of the cluster gets the same CA, or read again if another
 		// server stored its own first.
-		if err := c.store(ctx, files, modRevision); err != nil {
+		if _, err := c.store(ctx, files, modRevision); err != nil {
 			return err
 		}
 		c.Log.Info("Added to the cluster's PKI record what this release shares and the record lacked", "files", completed)
@@ -224,12 +224,12 @@ func complete(files map[string][]byte) ([]string, error) {
 }
 
 // store writes files, sealed by seal, in place of the record that was at
-// modRevision, or returns errRecordChanged if another server wrote it
-// meanwhile.
-func (c Config) store(ctx context.Context, files map[string][]byte, modRevision int64) error {
+// modRevision, and returns the revision it wrote; errRecordChanged if
+// another server wrote the record meanwhile.
+func (c Config) store(ctx context.Context, files map[string][]byte, modRevision int64) (int64, error) {
 	data, err := seal(c.Secret, files)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	txn, err := c.KV.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(Key), "=", modRevision)).
@@ -237,11 +237,11 @@ func (c Config) store(ctx context.Context, files map[string][]byte, modRevision 
 		Commit()
 	switch {
 	case err != nil:
-		return fmt.Errorf("storing the cluster's completed PKI record: %w", err)
+		return 0, fmt.Errorf("storing the cluster's PKI record: %w", err)
 	case !txn.Succeeded:
-		return errRecordChanged
+		return 0, errRecordChanged
 	}
-	return nil
+	return txn.Header.Revision, nil
 }
 
 // reseal stores files sealed by seal in place of the record that was at
@@ -250,22 +250,14 @@ func (c Config) store(ctx context.Context, files map[string][]byte, modRevision 
 // it is. A failure is logged, not returned: the server has its PKI, the
 // record still opens, and the next start tries again.
 func (c Config) reseal(ctx context.Context, files map[string][]byte, from sealed, modRevision int64) {
-	data, err := seal(c.Secret, files)
-	if err != nil {
-		c.Log.Error(err, "Re-sealing the cluster's PKI record failed: it stays as it was", "kdf", from.String())
-		return
-	}
-	txn, err := c.KV.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(Key), "=", modRevision)).
-		Then(clientv3.OpPut(Key, string(data))).
-		Commit()
+	rev, err := c.store(ctx, files, modRevision)
 	switch {
+	case errors.Is(err, errRecordChanged):
+		c.Log.Info("The cluster's PKI record changed since this server read it (another server re-sealed or rewrote it): left as it is", "readRevision", modRevision)
 	case err != nil:
 		c.Log.Error(err, "Re-sealing the cluster's PKI record failed: it stays as it was, and the next start tries again", "kdf", from.String())
-	case !txn.Succeeded:
-		c.Log.Info("The cluster's PKI record changed since this server read it (another server re-sealed or rewrote it): left as it is", "readRevision", modRevision)
 	default:
 		c.Log.Info("Re-sealed the cluster's PKI record in the datastore", "from", from.String(),
-			"to", (&sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads}).String(), "revision", txn.Header.Revision)
+			"to", (&sealed{KDF: kdfArgon2id, Time: argonTime, Memory: argonMemoryKiB, Threads: argonThreads}).String(), "revision", rev)
 	}
 }
