@@ -150,6 +150,9 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
 		// Each node's kube-proxy uses its kubelet's credential.
 		"k3s-like-node-proxier": {"system:node-proxier", "system:nodes"},
+		// The apiserver's kubelet client: the kubelets' API (exec, logs,
+		// port-forward, proxy), not system:masters.
+		"kubeharness:kubelet-api-admin": {"system:kubelet-api-admin", pki.KubeletAPIAdminGroup},
 	} {
 		subject := rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(binding[1])
 		if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(name).
@@ -158,7 +161,9 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := publishKubeletAccess(ctx, client, opts); err != nil {
+	// The serving certificate approver: read Nodes and requests, approve
+	// for the kubelet-serving signer only.
+	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, node.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
 		return err
 	}
 	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
@@ -190,30 +195,6 @@ func publishClusterRole(ctx context.Context, client kubernetes.Interface, opts m
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(name)).
 		WithSubjects(rbacv1ac.Subject().WithKind(kind).WithAPIGroup("rbac.authorization.k8s.io").WithName(subject)), opts)
 	return err
-}
-
-// kubeletAPIAdmin names the binding of upstream's system:kubelet-api-admin
-// to the apiserver's kubelet client certificate's group.
-const kubeletAPIAdmin = "kubeharness:kubelet-api-admin"
-
-// publishKubeletAccess binds the identities that talk to or for kubelets:
-// the apiserver's kubelet client (its group gets upstream's
-// system:kubelet-api-admin: exec, logs, port-forward, proxy, no more) and
-// the serving certificate approver (read Nodes and requests, approve for
-// the kubelet-serving signer only).
-func publishKubeletAccess(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions) error {
-	rbac := client.RbacV1()
-	ref := func(name string) *rbacv1ac.RoleRefApplyConfiguration {
-		return rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(name)
-	}
-	subject := func(kind, name string) *rbacv1ac.SubjectApplyConfiguration {
-		return rbacv1ac.Subject().WithKind(kind).WithAPIGroup("rbac.authorization.k8s.io").WithName(name)
-	}
-	if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(kubeletAPIAdmin).
-		WithRoleRef(ref("system:kubelet-api-admin")).WithSubjects(subject("Group", pki.KubeletAPIAdminGroup)), opts); err != nil {
-		return err
-	}
-	return publishClusterRole(ctx, client, opts, kubeletServingApprover, node.ServingApproverRules(), "User", pki.KubeletServingApproverUser)
 }
 
 // nodeReporter names the ClusterRole, its binding and the admission policy
