@@ -205,8 +205,13 @@ func (a *APIServer) serve(ctx context.Context) error {
 	return <-served
 }
 
-// pollReady GETs /readyz with the server's loopback client until it
-// answers 200, then marks the server ready.
+// readyPoll is how often pollReady asks: the scheduler and the
+// controller-manager wait for the harness to see the apiserver ready, so
+// each poll's wait is on their start's path.
+const readyPoll = 25 * time.Millisecond
+
+// pollReady GETs /readyz with the server's loopback client every readyPoll
+// until it answers 200, then marks the server ready.
 func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
 	cfg := rest.CopyConfig(loopback)
 	cfg.Timeout = 5 * time.Second
@@ -215,7 +220,7 @@ func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
 		klog.FromContext(ctx).Error(err, "Cannot build the readiness client")
 		return
 	}
-	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextCancel(ctx, readyPoll, true, func(ctx context.Context) (bool, error) {
 		var code int
 		client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
 		return code == http.StatusOK, nil

@@ -207,11 +207,26 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	}
 	m.opts.Generic.LeaderElection.LeaderElect = false
 
-	clients, unfence := m.clientFence(ctx, m.opts.Authentication, m.opts.Authorization)
+	// Its requests are held until the apiserver is ready (it starts early:
+	// StartsEarly), so that Config's own work overlaps the apiserver's start.
+	apiServerUp := dependenciesReady(ctx)
+	clients, unfence := m.clientFence(ctx, apiServerUp, m.opts.Authentication, m.opts.Authorization)
 	defer unfence()
 	c, leaseConfig, err := m.config(ctx, clients)
 	if err != nil {
+		if ctx.Err() != nil { // asked to stop while its requests were held
+			klog.FromContext(ctx).Info("Stopped while starting", "err", err)
+			return nil
+		}
 		return err
+	}
+	// The lease, and so upstream's Run, only once the apiserver is ready,
+	// whatever Config read (--authentication-skip-lookup reads nothing).
+	select {
+	case <-apiServerUp:
+	case <-ctx.Done():
+		closeUnserved(c)
+		return nil
 	}
 	cc := c.Complete()
 	return m.runElected(ctx, upstreamRun{
@@ -239,8 +254,16 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			return kcmapp.Run(ctx, cc)
 		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)
-		// or, with no secure port, as soon as it runs.
-		ready:       func(ctx context.Context) error { return probe.WaitHealthz(ctx, cc.SecureServing) },
+		// and lists the controllers' checks: upstream serves /healthz
+		// before it builds its controllers, and a controller-manager
+		// stopped while it builds them leaves the work queues of those not
+		// started yet. With no secure port: as soon as it runs.
+		ready: func(ctx context.Context) error {
+			if err := probe.WaitHealthz(ctx, cc.SecureServing); err != nil {
+				return err
+			}
+			return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
+		},
 		configz:     kcmapp.ConfigzName,
 		election:    le,
 		kubeconfig:  leaseConfig,
@@ -318,8 +341,15 @@ func closeUnserved(c *kcmconfig.Config) {
 	}
 }
 
+// StartsEarly is harness.EarlyStarter's: the controller-manager starts
+// while kube-apiserver is still coming up; its requests wait until the
+// apiserver is ready, so that only its own work overlaps the apiserver's
+// start (the serving certificate it makes itself, its options).
+func (m *ControllerManager) StartsEarly(dependency string) bool { return startsEarly(dependency) }
+
 // Ready blocks until the controller-manager leads (or runs without leader
-// election) and its /healthz answers ok; or until it is a standby — another
+// election), its /healthz answers ok and it has built its controllers; or
+// until it is a standby — another
 // instance holds the lease — which counts as ready too.
 func (m *ControllerManager) Ready(ctx context.Context) error { return m.lifecycle.Ready(ctx) }
 
@@ -327,7 +357,7 @@ func (m *ControllerManager) Ready(ctx context.Context) error { return m.lifecycl
 // controllers: upstream's BuildControllers registers a /healthz check per
 // controller it built, all at once after the last one, so the first
 // verbose /healthz that lists a check named after one of known (upstream's
-// KnownControllers) says the building is over. It polls every 250 ms until
+// KnownControllers) says the building is over. It polls every 100 ms until
 // then (nil) or until ctx ends (its error). With no secure serving there
 // is nothing to ask, and nothing to wait for: nil at once, as
 // probe.WaitHealthz.
@@ -340,7 +370,7 @@ func waitControllersBuilt(ctx context.Context, serving *genericapiserver.SecureS
 		checks[n] = true
 	}
 	p := probe.New(serving)
-	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		_, body, err := p.Fetch(ctx, "/healthz?verbose", 1<<16)
 		return err == nil && listsCheck(string(body), checks), nil
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/internal/election"
 	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/harness"
 )
 
 // stopGrace is how long each of a component's API requests may take once
@@ -112,16 +113,38 @@ func (l *lifecycle) takeInformerName(hint string) (*cache.InformerName, func(), 
 // marked stopped when ctx ends, with upstream's delegated-authentication
 // and -authorization clients already fenced: the scheduler's and
 // controller-manager's Config read the extension-apiserver-authentication
-// ConfigMap through them with context.TODO(). Call done when Run's body
-// returns.
-func (l *lifecycle) clientFence(ctx context.Context, authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) (f *fence.Fence, done func()) {
+// ConfigMap through them with context.TODO(). Its requests are held until
+// apiServerUp is closed (fence.Hold). Call done when Run's body returns.
+func (l *lifecycle) clientFence(ctx context.Context, apiServerUp <-chan struct{}, authn *apiserveroptions.DelegatingAuthenticationOptions, authz *apiserveroptions.DelegatingAuthorizationOptions) (f *fence.Fence, done func()) {
 	f = fence.New(stopGrace, false)
+	f.Hold(apiServerUp)
 	unhook := f.StopWhen(ctx, l.name)
 	f.WrapDelegatedAuth(authn, authz)
 	return f, func() {
 		unhook()
 		f.MarkStopped(l.name, "returned")
 	}
+}
+
+// startsEarly is harness.EarlyStarter's for the scheduler and the
+// controller-manager: they start while kube-apiserver is still coming up,
+// so that what their start needs no apiserver for (self-signed serving
+// certificates, options, the scheduler's framework) overlaps its start;
+// every request they make waits until it is ready (dependenciesReady).
+func startsEarly(dependency string) bool { return dependency == APIServerName }
+
+// dependenciesReady returns a channel closed once the harness reports
+// every dependency of the component whose Run was given ctx ready
+// (harness.AwaitDependencies; at once outside a harness); never closed if
+// ctx ends first. Its goroutine returns by then.
+func dependenciesReady(ctx context.Context) <-chan struct{} {
+	up := make(chan struct{})
+	go func() {
+		if harness.AwaitDependencies(ctx) == nil {
+			close(up)
+		}
+	}()
+	return up
 }
 
 // upstreamSays reports whether err is upstream's error with message msg

@@ -119,15 +119,15 @@ func goleakIgnores(baseline goleak.Option) []goleak.Option {
 // verifyNoLeaks retries goleak.Find for up to wait (stopping servers close
 // connections asynchronously), collecting garbage between tries so that
 // client-go transports whose certificate-reload goroutines end with them are
-// collected; then fails t with what is left.
-func verifyNoLeaks(t *testing.T, baseline goleak.Option, wait time.Duration) time.Duration {
+// collected; then fails t with what is left (but for extra).
+func verifyNoLeaks(t *testing.T, baseline goleak.Option, wait time.Duration, extra ...goleak.Option) time.Duration {
 	t.Helper()
 	t.Logf("goroutines right after stop, by first function: %v", goroutineTops())
 	start := time.Now()
 	var err error
 	for {
 		runtime.GC()
-		if err = goleak.Find(goleakIgnores(baseline)...); err == nil {
+		if err = goleak.Find(append(goleakIgnores(baseline), extra...)...); err == nil {
 			return time.Since(start)
 		}
 		if time.Since(start) > wait {

@@ -114,8 +114,11 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 
 	// Setup reads the authentication ConfigMap with context.TODO(): fenced,
 	// so that a stop while the datastore does not answer is not held up
-	// (package internal/fence).
-	_, unfence := s.clientFence(ctx, s.opts.Authentication, s.opts.Authorization)
+	// (package internal/fence), and held until the apiserver is ready: the
+	// scheduler starts early (StartsEarly), and Setup's work before that
+	// read overlaps the apiserver's start.
+	apiServerUp := dependenciesReady(ctx)
+	_, unfence := s.clientFence(ctx, apiServerUp, s.opts.Authentication, s.opts.Authorization)
 	defer unfence()
 
 	// Setup's context drives the goroutines scheduler.New starts (cache,
@@ -124,7 +127,20 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 	defer cancelSetup()
 	cc, sched, err := schedapp.Setup(setupCtx, s.opts, s.registry...)
 	if err != nil {
+		if ctx.Err() != nil { // asked to stop while its requests were held
+			klog.FromContext(ctx).Info("Stopped while starting", "err", err)
+			return nil
+		}
 		return err
+	}
+	// Nothing of the scheduler talks to the apiserver before it is ready:
+	// the lease (and so upstream's Run) waits for it here, whatever Setup
+	// read (--authentication-skip-lookup reads nothing).
+	select {
+	case <-apiServerUp:
+	case <-ctx.Done():
+		closeUnusedListener(cc.SecureServing)
+		return nil
 	}
 
 	// Upstream's elector off (see Run); the adapter's takes the lease the
@@ -163,6 +179,12 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 		stopMessages: []upstreamMessage{{text: upstreamSchedulerStopped}},
 	})
 }
+
+// StartsEarly is harness.EarlyStarter's: the scheduler starts while
+// kube-apiserver is still coming up; its requests wait until the
+// apiserver is ready, so that only its own work overlaps the apiserver's
+// start (the serving certificate it makes itself, its framework).
+func (s *Scheduler) StartsEarly(dependency string) bool { return startsEarly(dependency) }
 
 // Ready blocks until the scheduler leads, its handlers synced and its
 // /healthz answers ok (over TLS, pinned to its serving certificate); or

@@ -36,6 +36,23 @@ type EarlyStarter interface {
 	StartsEarly(dependency string) bool
 }
 
+// dependenciesKey is the key of the wait AwaitDependencies calls in the
+// context the harness gives Run.
+type dependenciesKey struct{}
+
+// AwaitDependencies blocks until every dependency of the component whose
+// Run was given ctx (or a context made from it) is ready, and returns nil;
+// or until ctx ends (its cause). For an EarlyStarter's Run: do the work
+// that needs no dependency first, then wait here before what does. Outside
+// a harness — ctx not from a Run — it returns nil at once.
+func AwaitDependencies(ctx context.Context) error {
+	wait, ok := ctx.Value(dependenciesKey{}).(func(context.Context) error)
+	if !ok {
+		return nil
+	}
+	return wait(ctx)
+}
+
 // Readier is implemented by components that are not ready as soon as Run is
 // called. A component that is not a Readier counts as ready as soon as the
 // goroutine calling its Run is started. Ready blocks until the component is ready (nil) or ctx ends (an

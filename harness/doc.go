@@ -22,7 +22,8 @@
 // after OTP's rest_for_one. It loops:
 //
 //   - start: once every dependency is ready (an EarlyStarter: up), the
-//     current instance's Run is called in a goroutine of its own and its
+//     current instance's Run is called in a goroutine of its own (an
+//     EarlyStarter's Run waits for the rest with AwaitDependencies) and its
 //     Ready, once every dependency is ready, is awaited (ReadyTimeout);
 //   - watch: until its Run returns, the run stops, or it or a dependency is
 //     to be replaced;

@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -74,4 +75,67 @@ func TestEarlyStartDependencyFails(t *testing.T) {
 		assert.Contains(t, j.list(), "stop api", "the early-started component is stopped")
 		assert.Equal(t, harness.Stopped, state(h, "api"))
 	})
+}
+
+// awaiting starts early after db and, in Run, waits for its dependencies
+// with AwaitDependencies, recording when that returned and with what.
+type awaiting struct {
+	early
+	returned chan error
+}
+
+func (a awaiting) Run(ctx context.Context) error {
+	a.once.Do(func() { close(a.started) }) // the fake's Ready waits for it
+	err := harness.AwaitDependencies(ctx)
+	a.returned <- err
+	if err != nil {
+		return nil // stopped while waiting: a clean stop
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// TestAwaitDependencies: an early-started component's Run, waiting with
+// AwaitDependencies, returns from it when its dependency is ready, not
+// before; asked to stop while it waits, the wait ends with the stop's cause
+// and the harness stops cleanly; outside a harness the wait returns at once.
+func TestAwaitDependencies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		db := newFake("db", j)
+		db.readyAfter = 3 * time.Second
+		api := awaiting{early{fake: newFake("api", j), after: []string{"db"}}, make(chan error, 1)}
+		require.NoError(t, h.Add(db, nil))
+		require.NoError(t, h.Add(api, nil, "db"))
+		stop, _ := runUntil(t, h)
+		start := time.Now()
+		synctest.Wait()
+		select {
+		case err := <-api.returned:
+			t.Fatalf("AwaitDependencies returned %v before db was ready", err)
+		default:
+		}
+		require.NoError(t, <-api.returned)
+		assert.Equal(t, 3*time.Second, time.Since(start), "it returns when db is ready")
+		require.NoError(t, h.WaitReady(t.Context()))
+		require.NoError(t, stop())
+	})
+
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		j := &journal{}
+		db := newFake("db", j)
+		db.neverReady = true
+		api := awaiting{early{fake: newFake("api", j), after: []string{"db"}}, make(chan error, 1)}
+		require.NoError(t, h.Add(db, nil))
+		require.NoError(t, h.Add(api, nil, "db"))
+		stop, _ := runUntil(t, h)
+		synctest.Wait()
+		require.NoError(t, stop())
+		assert.Error(t, <-api.returned, "asked to stop while waiting: the wait ends with an error")
+		assert.Equal(t, harness.Stopped, state(h, "api"))
+	})
+
+	assert.NoError(t, harness.AwaitDependencies(t.Context()), "outside a harness: nothing to wait for")
 }

@@ -176,6 +176,19 @@ func (inst *instance) startsEarly(dep string) bool {
 func (r *run) launch(s *slot, inst *instance) {
 	var ctx context.Context
 	ctx, inst.cancel = context.WithCancelCause(r.componentContext(context.WithoutCancel(r.ctx), s.name))
+	ctx = context.WithValue(ctx, dependenciesKey{}, func(wctx context.Context) error {
+		for {
+			changed := r.h.changes()
+			if r.h.depsReady(s) {
+				return nil
+			}
+			select {
+			case <-changed:
+			case <-wctx.Done():
+				return context.Cause(wctx)
+			}
+		}
+	})
 	inst.done = make(chan struct{})
 	go func() {
 		defer close(inst.done)

@@ -31,6 +31,19 @@ const (
 	DefaultPeerPort   = 2380
 )
 
+// TickMs and ElectionMs are the single member's heartbeat interval and
+// election timeout (etcd's --heartbeat-interval, --election-timeout). At
+// start a single member elects itself after 1 to ElectionMs/TickMs ticks
+// (raft's randomized timeout less the ticks etcd fast-forwards for a
+// single member): 50–250 ms here, 100–1000 ms with etcd's defaults (100,
+// 1000), on the path of every start. With no peer, nothing else waits on
+// them; etcd's request timeout (5 s + 2 × ElectionMs) and minimum lease
+// TTL (1.5 × ElectionMs) shrink with them.
+const (
+	TickMs     = 50
+	ElectionMs = 250
+)
+
 // Config is an embedded etcd's configuration. DataDir and the three TLS
 // files are required.
 type Config struct {
@@ -235,6 +248,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenMetricsUrls = nil
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.TickMs, cfg.ElectionMs = TickMs, ElectionMs
 	cfg.ClientTLSInfo = transport.TLSInfo{
 		CertFile:       c.CertFile,
 		KeyFile:        c.KeyFile,

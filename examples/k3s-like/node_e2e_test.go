@@ -289,7 +289,8 @@ func (s *nodeServer) waitNamedNodeReady(name string, p *nodeServer, timeout time
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	s.t.Fatalf("%s not Ready within %s", name, timeout)
+	conds, _ := s.kubectlErr("get", "node", name, "-o", `jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
+	s.t.Fatalf("%s not Ready within %s; its conditions:\n%s", name, timeout, conds)
 	return 0
 }
 

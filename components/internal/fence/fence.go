@@ -51,6 +51,7 @@ type Fence struct {
 	stop    context.CancelCauseFunc
 	closed  context.Context // ends grace after stopped, if the fence closes; else never
 	close   context.CancelCauseFunc
+	held    <-chan struct{} // requests wait until it is closed; nil: no wait
 }
 
 // New returns a fence whose requests get grace once stopped;
@@ -66,6 +67,13 @@ func New(grace time.Duration, closes bool) *Fence {
 	}
 	return f
 }
+
+// Hold makes every request through the fence wait until open is closed
+// (while its dependency starts: a component started early, see
+// harness.EarlyStarter); a request whose context ends first, or made once
+// the fence stopped, fails with that cause instead of being sent. Call it
+// before any request is made through the fence.
+func (f *Fence) Hold(open <-chan struct{}) { f.held = open }
 
 // Stopped returns a context that ends, with its cause, when the fence was
 // marked stopped.
@@ -147,6 +155,15 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := rt.fence
 	if err := context.Cause(f.closed); err != nil {
 		return nil, err
+	}
+	if f.held != nil {
+		select {
+		case <-f.held:
+		case <-req.Context().Done():
+			return nil, context.Cause(req.Context())
+		case <-f.stopped.Done():
+			return nil, context.Cause(f.stopped)
+		}
 	}
 	ctx, release := f.bound(req.Context())
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,3 +276,53 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 // RoundTrip calls f.
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestFenceHold: a request through a held fence is not sent until the
+// hold is opened, then is; a held request whose context ends fails with
+// that cause, and one held when the fence stops fails with the stop's
+// cause — neither reaches the server.
+func TestFenceHold(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+
+	f := New(time.Second, false)
+	open := make(chan struct{})
+	f.Hold(open)
+	cfg := &rest.Config{Host: srv.URL}
+	f.Wrap(cfg)
+	done := make(chan error, 1)
+	go func() { done <- fencedGet(cfg, "/ok") }()
+	select {
+	case err := <-done:
+		t.Fatalf("the request returned (%v) while held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.Zero(t, served.Load(), "nothing sent while held")
+	close(open)
+	require.NoError(t, <-done)
+	assert.EqualValues(t, 1, served.Load())
+
+	// Held, and the request's context ends.
+	f2 := New(time.Second, false)
+	f2.Hold(make(chan struct{}))
+	client := &http.Client{Transport: &roundTripper{fence: f2, next: http.DefaultTransport}}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("the caller gave up")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/ok", nil)
+	require.NoError(t, err)
+	_, err = client.Do(req)
+	assert.ErrorIs(t, err, cause)
+
+	// Held, and the fence stops.
+	time.AfterFunc(50*time.Millisecond, func() { f2.MarkStopped("kube-scheduler", "was asked to stop") })
+	req, err = http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/ok", nil)
+	require.NoError(t, err)
+	_, err = client.Do(req)
+	assert.ErrorContains(t, err, "kube-scheduler was asked to stop")
+	assert.EqualValues(t, 1, served.Load(), "no held request was sent")
+}

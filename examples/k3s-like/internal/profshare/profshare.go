@@ -34,6 +34,8 @@ type Shares struct {
 	CPU map[string]time.Duration
 	// Goroutines is each component's goroutines in the goroutine profiles.
 	Goroutines map[string]int64
+	// Unlabelled splits Other's CPU time by what ran (Unlabelled).
+	Unlabelled map[string]time.Duration
 }
 
 // AddCPU adds a CPU profile, as /debug/pprof/profile serves it (gzipped
@@ -50,8 +52,15 @@ func (s *Shares) AddCPU(body []byte) error {
 	if s.CPU == nil {
 		s.CPU = map[string]time.Duration{}
 	}
+	if s.Unlabelled == nil {
+		s.Unlabelled = map[string]time.Duration{}
+	}
 	for _, sample := range p.Sample {
-		s.CPU[Component(sample)] += time.Duration(sample.Value[i])
+		c := Component(sample)
+		s.CPU[c] += time.Duration(sample.Value[i])
+		if c == Other {
+			s.Unlabelled[Unlabelled(sample)] += time.Duration(sample.Value[i])
+		}
 	}
 	s.Profiled += time.Duration(p.DurationNanos)
 	return nil
@@ -133,4 +142,47 @@ func Component(s *profile.Sample) string {
 		return v[0]
 	}
 	return Other
+}
+
+// The kinds of unlabelled work Unlabelled tells apart.
+const (
+	GCWorkers    = "runtime: GC mark workers"            // runtime.gcBgMarkWorker
+	GCBackground = "runtime: sweeper and scavenger"      // runtime.bgsweep, runtime.bgscavenge
+	RuntimeOther = "runtime: scheduler, timers, signals" // other runtime roots, or no Go stack
+)
+
+// Unlabelled says what an unlabelled sample ran, by the root (outermost)
+// frame of its stack: the garbage collector's background workers, the
+// runtime's other background work, or else the package of the goroutine's
+// entry function ("goroutine in <package>"), which names code that started
+// a goroutine outside every component.
+func Unlabelled(s *profile.Sample) string {
+	var root string
+	for i := len(s.Location) - 1; i >= 0 && root == ""; i-- {
+		lines := s.Location[i].Line
+		for j := len(lines) - 1; j >= 0; j-- { // outermost inlined call last
+			if lines[j].Function != nil && lines[j].Function.Name != "" {
+				root = lines[j].Function.Name
+				break
+			}
+		}
+	}
+	switch {
+	case root == "runtime.gcBgMarkWorker":
+		return GCWorkers
+	case root == "runtime.bgsweep" || root == "runtime.bgscavenge":
+		return GCBackground
+	case root == "", strings.HasPrefix(root, "runtime."):
+		return RuntimeOther
+	}
+	return "goroutine in " + funcPackage(root)
+}
+
+// funcPackage is the import path of a function's symbol name.
+func funcPackage(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	if dot := strings.IndexByte(fn[slash+1:], '.'); dot >= 0 {
+		return fn[:slash+1+dot]
+	}
+	return fn
 }
