@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"time"
+
+	"github.com/kubeharness/kubeharness/harness"
 )
 
 // statusWriteTimeout bounds every response of the status endpoint: a
@@ -38,10 +41,17 @@ func (o *serverOptions) serveStatus(ctx context.Context, cp *controlPlane) error
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	srv := newStatusServer(guard)
-	go func() { _ = srv.Serve(ln) }()
+	// Its goroutines carry the pprof label component=status-endpoint, as a
+	// component's do (harness.ProfileLabel), so that a profile taken through
+	// it names what serving it costs.
+	go pprof.Do(context.WithoutCancel(ctx), pprof.Labels(harness.ProfileLabel, statusEndpointLabel), func(context.Context) { _ = srv.Serve(ln) })
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
 	return nil
 }
+
+// statusEndpointLabel is the pprof label value of the status endpoint's
+// goroutines.
+const statusEndpointLabel = "status-endpoint"
 
 // newStatusServer is the status endpoint's server: every request read and
 // answered within bounds (a TLS handshake too).

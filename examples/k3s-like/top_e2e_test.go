@@ -40,7 +40,8 @@ type topOutput struct {
 // controller reacts, the apiserver alone works), `k3s-like top` gives
 // kube-apiserver the largest share of the CPU, and every running component
 // goroutines of its own. The status endpoint serves /debug/pprof (with
-// --enable-pprof), labelled, but not the command line.
+// --enable-pprof), labelled — its own goroutines as status-endpoint — but
+// not the command line.
 func TestTopShowsTheBusyComponent(t *testing.T) {
 	s := newServer(t, t.TempDir())
 	s.start("--enable-pprof")
@@ -64,6 +65,7 @@ func TestTopShowsTheBusyComponent(t *testing.T) {
 	code, body = get("/debug/pprof/goroutine?debug=1")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, `# labels: {"component":"kube-apiserver"}`)
+	assert.Contains(t, body, `# labels: {"component":"status-endpoint"}`, "the status endpoint's own goroutines are labelled")
 	code, body = get("/debug/pprof/cmdline")
 	assert.Equal(t, http.StatusNotFound, code, "the command line may carry a secret")
 	assert.NotContains(t, body, "--data-dir")
