@@ -61,7 +61,9 @@ type RuntimeConfig struct {
 	// (the images of the data dir imported, say); its error fails Ready.
 	BeforeReady func(ctx context.Context) error
 	// StopGrace is how long the child has after SIGTERM before it is
-	// killed, with its process group (0: 10 s).
+	// killed, with its process group (0: 10 s). Run's stop must fit in
+	// what the harness's StopTimeout leaves after Stop (which may take half
+	// of it): keep StopGrace well under that half.
 	StopGrace time.Duration
 	// BinDir, if set, is where the runtime's plugins run from (the CNI
 	// plugins): at the stop, every process run from it is killed too.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -244,6 +245,13 @@ func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error 
 			Socket:  d.socket(),
 			BinDir:  d.bin,
 			Output:  containerdLog{},
+			// The harness gives the stop StopTimeout: Stop's sweep of the
+			// pod sandboxes half of it, then containerd a quarter after
+			// SIGTERM, so that the kill of its group and of the shims left
+			// still fit (with the default 10 s, containerd slow to exit with
+			// 100 Pods outlived --stop-timeout 8 s: the stop was abandoned,
+			// exit 1, and the shims and containers were left running).
+			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
 			BeforeReady: func(ctx context.Context) error {
 				return importImages(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
 			},

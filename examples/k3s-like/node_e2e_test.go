@@ -529,6 +529,49 @@ spec:
 	require.NoError(t, s2.stop())
 }
 
+// TestNodeStopsWithManyPods: with 60 Pods running, SIGTERM stops the
+// server within --stop-timeout's budget and exits 0, leaving no shim and
+// no container: containerd's SIGTERM grace is a quarter of the stop
+// timeout, so that the kill of what it leaves still fits after the sweep of
+// the sandboxes (with 100 Pods, containerd slow to exit once outlived the
+// stop timeout: exit 1, the shims and containers left running).
+func TestNodeStopsWithManyPods(t *testing.T) {
+	requireNodeHost(t)
+	dataDir := t.TempDir()
+	s := startNodeServer(t, dataDir, "--disable=coredns")
+	s.waitNodeReady(90 * time.Second)
+	const pods = 60
+	s.apply(fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: many}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: many}}
+  template:
+    metadata: {labels: {app: many}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers: [{name: c, image: %s, imagePullPolicy: Never}]
+`, pods, "registry.k8s.io/pause:3.10.2"))
+	s.waitFor(strconv.Itoa(pods), 4*time.Minute, "get", "deployment", "many", "-o", "jsonpath={.status.readyReplicas}")
+	config, err := os.ReadFile(filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml"))
+	require.NoError(t, err)
+	socket := tomlString(t, config, "address")
+	stopped := time.Now()
+	require.NoError(t, s.stop(), "SIGTERM with %d Pods: a clean stop", pods)
+	t.Logf("SIGTERM → exit with %d Pods: %s", pods, time.Since(stopped).Round(time.Millisecond))
+	procs, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		c := string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+		assert.False(t, strings.Contains(c, socket) || strings.Contains(c, dataDir) || c == "/pause ", "process %s outlived the server: %s", p.Name(), c)
+	}
+}
+
 // TestNodeGateConflictStopsEverything: a kubelet or kube-proxy gate the
 // apiserver sets the other way is the barrier's conflict: exit 1, naming
 // both, before anything listens or the node starts.
