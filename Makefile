@@ -38,7 +38,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
+.PHONY: faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 test: vet test-core test-images race-core test-minors consumer-check check-replaces test-components test-example test-minimal conformance-fast
 
@@ -145,7 +145,7 @@ bench: build
 	  echo 'Real kube gate and the real adapters (components module), `go test ./components/ -bench BenchmarkBarrier -count 6`:'; echo; echo '```'; \
 	  (cd components && $(GO) test -run '^$$' -bench BenchmarkBarrier -benchtime 30x -count 6 -ldflags "$(K8S_LDFLAGS)" . | grep -E '^Benchmark'); echo '```'; \
 	} > bench/out/gobench.md
-	./bench/out/bench -scales $(BENCH_SCALES) -pairs $(BENCH_PAIRS) -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
+	./bench/out/bench -scales $(BENCH_SCALES) -pairs $(BENCH_PAIRS) -gctrace -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
 		-kube-apiserver bench/out/kube-apiserver -kube-scheduler bench/out/kube-scheduler \
 		-kube-controller-manager bench/out/kube-controller-manager -out bench/RESULTS.md -extra bench/out/gobench.md
 
@@ -159,6 +159,27 @@ bench-features: build
 	mkdir -p bench/out
 	cd examples/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bench/out/bench ./bench
 	./bench/out/bench -k3s-like $(K3S_LIKE) -features $(BENCH_FEATURE_NODES) -features-out bench/FEATURES.md
+
+# make bench-node: the node (issue 31): the time from exec to BENCH_NODE_PODS
+# Pods Running and Ready on k3s-like's in-process node (A: the kubelet and
+# kube-proxy in the server's process, containerd its child) against the
+# same node as processes (B: `server --disable-agent`, `k3s-like
+# containerd` with A's configuration, and the upstream kubelet and
+# kube-proxy built here from the same k8s.io/kubernetes, with the flags A's
+# --dry-run prints), RSS, PSS and CPU when they run, A B alternated
+# BENCH_NODE_PAIRS times (bench -node, examples/k3s-like/bench/node.go);
+# writes bench/NODE.md. Each run in a network namespace of its own; needs
+# root, runc, iptables and ip, as the node e2e tests. Not part of make test.
+BENCH_NODE_PODS ?= 100
+BENCH_NODE_PAIRS ?= 3
+bench-node: build
+	mkdir -p bench/out
+	cd components && $(GO) build $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/bench/out/ \
+		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(CURDIR)/bench/out/images
+	cd examples/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bench/out/bench-node ./bench
+	./bench/out/bench-node -k3s-like $(K3S_LIKE) -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) \
+		-kubelet bench/out/kubelet -kube-proxy bench/out/kube-proxy -node-images bench/out/images -node-out bench/NODE.md
 
 # The core module's own benchmarks.
 bench-core:

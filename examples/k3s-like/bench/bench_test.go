@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,8 +143,19 @@ func TestReportAndCharts(t *testing.T) {
 	if strings.Contains(report, "A by component") {
 		t.Error("a per-component column without data from the hook")
 	}
-	rs[0].componentCPU = map[string]time.Duration{"kube-apiserver": time.Second, "": time.Second / 2}
-	if report, _ = render(config{pairs: 2}, rs, charts, time.Minute, "0.1 0.2 0.3", "`abc`"); !strings.Contains(report, "A by component") || !strings.Contains(report, "(unlabelled)") {
-		t.Error("no per-component column with data from the hook")
+	// A profiled run of A gives the per-component column and the
+	// unlabelled split; it is in no pair and in none of A's medians.
+	prof := rs[0]
+	prof.profiled, prof.toReady = true, time.Hour
+	prof.componentCPU = map[string]time.Duration{"kube-apiserver": time.Second, "": time.Second / 2}
+	prof.unlabelledCPU = map[string]time.Duration{"runtime: GC mark workers": time.Second / 2}
+	withProf, _ := render(config{pairs: 2}, append(slices.Clone(rs), prof), charts, time.Minute, "0.1 0.2 0.3", "`abc`")
+	for _, want := range []string{"A by component", "(unlabelled)", "| runtime: GC mark workers | 0.50 s | 33.3% |", "taken in 1 more run(s) of A"} {
+		if !strings.Contains(withProf, want) {
+			t.Errorf("the report with a profiled run lacks %q", want)
+		}
+	}
+	if strings.Contains(withProf, "3600") || strings.Contains(withProf, "| 3 |") {
+		t.Error("the profiled run is in A's figures or the pairs")
 	}
 }

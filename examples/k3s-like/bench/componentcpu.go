@@ -23,13 +23,15 @@ const componentCPUChunk = 2 * time.Second
 // componentCPUChunk from the status endpoint's /debug/pprof/profile; that
 // function waits for the profile under way and returns the CPU seconds
 // each component used, keyed by the pprof label `component` (package
-// profshare; "" for the unlabelled rest: the Go runtime's garbage
-// collector and scheduler, the status endpoint). The window so covered
+// profshare; "" for the unlabelled rest), and that rest by what ran
+// (profshare.Unlabelled: the garbage collector's workers, the rest of
+// the runtime, goroutines started outside the components). The window so covered
 // ends up to componentCPUChunk after the workload's; profiling's own cost
 // lands in A's figures (the report's A column is the whole process over
-// the workload window, measured apart). A failed profile is an error, not
+// the workload window, measured apart), which is why the run it profiles
+// is not one of the pairs. A failed profile is an error, not
 // partial figures.
-func startComponentCPU(statusAddr string) (stop func() (map[string]time.Duration, error)) {
+func startComponentCPU(statusAddr string) (stop func() (components, unlabelled map[string]time.Duration, err error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		shares profshare.Shares
@@ -59,11 +61,11 @@ func startComponentCPU(statusAddr string) (stop func() (map[string]time.Duration
 		}
 		done <- r
 	}()
-	return func() (map[string]time.Duration, error) {
+	return func() (map[string]time.Duration, map[string]time.Duration, error) {
 		cancel()
 		r := <-done
 		if r.err != nil {
-			return nil, fmt.Errorf("A's CPU by component: %w", r.err)
+			return nil, nil, fmt.Errorf("A's CPU by component: %w", r.err)
 		}
 		out := map[string]time.Duration{}
 		for name, d := range r.shares.CPU {
@@ -72,6 +74,6 @@ func startComponentCPU(statusAddr string) (stop func() (map[string]time.Duration
 			}
 			out[name] += d
 		}
-		return out, nil
+		return out, r.shares.Unlabelled, nil
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
@@ -52,6 +53,11 @@ type config struct {
 	extra                                    string // appended verbatim to the report (go test -bench results)
 	featureScales                            []int  // -features: the features benchmark instead, at these node counts
 	featuresOut                              string
+	profiles                                 string // keep the heap profiles here
+	cpuSplit                                 bool   // a profiled A run per scale, for A's CPU by component
+	gctrace                                  bool   // GODEBUG=gctrace=1 in every process of A and B
+
+	node nodeFlags // -node: the node benchmark instead (node.go)
 }
 
 func main() {
@@ -64,15 +70,21 @@ func main() {
 	flag.IntVar(&c.pairs, "pairs", 3, "A/B pairs per scale, alternated")
 	flag.StringVar(&c.scalesFlag, "scales", "150,1500,5000", "the workload's scales, by Pods (comma-separated): 150, 1500 and 5000 are 10, 50 and 100 Nodes; another count N gets max(3, N/50) Nodes")
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "the report; the charts (rss.svg, cpu.svg) are written next to it")
+	flag.StringVar(&c.profiles, "profiles", "", "keep every run's heap profiles (after the workload) in this directory")
+	flag.BoolVar(&c.cpuSplit, "cpu-split", true, "after each scale's pairs, one more A run under the CPU profiler, for A's CPU by component (not in the A/B figures)")
+	flag.BoolVar(&c.gctrace, "gctrace", false, "run every process of A and B with GODEBUG=gctrace=1 (with -profiles, their logs are kept there)")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
 	features := flag.String("features", "", "run the feature discovery benchmark instead, at these node counts (comma-separated, e.g. 500,5000)")
 	flag.StringVar(&c.featuresOut, "features-out", "bench/FEATURES.md", "the feature discovery benchmark's report")
+	addNodeFlags(&c.node)
 	flag.Parse()
 	var err error
 	if c.scales, err = parseScales(c.scalesFlag); err == nil && c.pairs < 1 {
 		err = errors.New("-pairs must be at least 1")
 	}
-	if err == nil && *features != "" {
+	if err == nil && c.node.pods > 0 {
+		err = runNode(c)
+	} else if err == nil && *features != "" {
 		if c.featureScales, err = parseNodeCounts(*features); err == nil {
 			err = runFeatures(c)
 		}
@@ -102,13 +114,28 @@ type result struct {
 	cpuReady, cpuStart, cpuLoaded time.Duration
 	procCPUStart, procCPULoaded   map[string]time.Duration
 	latency                       histogram // the workload window's non-long-running requests
+	mem                           memView   // once every Pod is bound, read after RSS
+	gc                            *gcView   // the garbage collectors during the workload, under -gctrace
 	harnessPhases                 time.Duration
+	startAt                       map[string]time.Duration // A: startPhases, from exec
 	componentCPU                  map[string]time.Duration // A: the hook's split of the workload's CPU, nil without
+	unlabelledCPU                 map[string]time.Duration // A: componentCPU's unlabelled share, by what ran
+	profiled                      bool                     // an A run under the CPU profiler: not one of the pairs
 	otherCPU                      time.Duration            // CPU of the machine's other processes, exec → every Pod bound
 }
 
 // p99 is the apiserver's request latency p99 over the workload window, s.
 func (r result) p99() float64 { return r.latency.quantile(0.99) }
+
+// env is the environment of A's and B's processes: the driver's, with
+// GODEBUG=gctrace=1 under -gctrace.
+func (c config) env() []string {
+	env := os.Environ()
+	if c.gctrace {
+		env = append(env, "GODEBUG=gctrace=1")
+	}
+	return env
+}
 
 // run measures every scale's pairs, then writes the charts and the report.
 func run(c config) error {
@@ -123,7 +150,7 @@ func run(c config) error {
 		for i := range c.pairs {
 			for _, kind := range []string{"A", "B"} {
 				fmt.Fprintf(os.Stderr, "bench: %s, pair %d, run %s (%s into the bench)\n", s, i+1, kind, time.Since(t0).Round(time.Second))
-				r, err := measure(c, kind, s)
+				r, err := measure(c, kind, s, false)
 				if err != nil {
 					return fmt.Errorf("scale %d Pods, pair %d, run %s: %w", s.pods(), i+1, kind, err)
 				}
@@ -135,8 +162,22 @@ func run(c config) error {
 				results = append(results, r)
 			}
 		}
+		if c.cpuSplit {
+			// A's CPU by component, from its CPU profiles: a run of its own,
+			// since profiling costs CPU and memory the pairs must not carry.
+			fmt.Fprintf(os.Stderr, "bench: %s, run A under the CPU profiler (%s into the bench)\n", s, time.Since(t0).Round(time.Second))
+			r, err := measure(c, "A", s, true)
+			if err != nil {
+				return fmt.Errorf("scale %d Pods, the profiled run of A: %w", s.pods(), err)
+			}
+			r.profiled = true
+			results = append(results, r)
+		}
 	}
 	dir := filepath.Dir(c.out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	charts, err := drawCharts(dir, results)
 	if err != nil {
 		return fmt.Errorf("charts: %w", err)
@@ -209,11 +250,18 @@ func serverArgs(dir string, p ports) []string {
 		"--kube-scheduler-arg=kube-api-burst=" + componentBurst,
 		"--kube-controller-manager-arg=kube-api-qps=" + componentQPS,
 		"--kube-controller-manager-arg=kube-api-burst=" + componentBurst,
+		// Each component's /debug/pprof on, in both (k3s-like turns it off
+		// by default): the heap profiles after the workload read them.
+		"--kube-apiserver-arg=profiling=true",
+		"--kube-scheduler-arg=profiling=true",
+		"--kube-controller-manager-arg=profiling=true",
 	}
 }
 
-// measure runs A or B once at scale s: start, ready, the workload, stop.
-func measure(c config, kind string, s scale) (result, error) {
+// measure runs A or B once at scale s: start, ready, the workload, stop;
+// with profile (A only), under the CPU profiler for the workload's CPU by
+// component.
+func measure(c config, kind string, s scale, profile bool) (result, error) {
 	r := result{kind: kind, scale: s}
 	dir, err := os.MkdirTemp("", "kubeharness-bench-"+kind+"-")
 	if err != nil {
@@ -239,6 +287,7 @@ func measure(c config, kind string, s scale) (result, error) {
 	switch kind {
 	case "A":
 		cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
+		cmd.Env = c.env()
 		cmd.Stdout, cmd.Stderr = logs.for_("k3s-like"), logs.for_("k3s-like")
 		if err := cmd.Start(); err != nil {
 			return r, err
@@ -277,7 +326,10 @@ func measure(c config, kind string, s scale) (result, error) {
 	r.rssReady, r.anonReady = rss(procs)
 	r.cpuReady = sum(procCPU(procs))
 	if kind == "A" {
-		if r.harnessPhases, err = harnessPhases(p); err != nil {
+		phCtx, phCancel := context.WithTimeout(ctx, 10*time.Second)
+		r.harnessPhases, r.startAt, err = harnessPhases(phCtx, p, start)
+		phCancel()
+		if err != nil {
 			return r, err
 		}
 	}
@@ -289,8 +341,8 @@ func measure(c config, kind string, s scale) (result, error) {
 	}
 	pods := watchPods(client)
 	defer pods.stop()
-	var splitCPU func() (map[string]time.Duration, error)
-	if kind == "A" {
+	var splitCPU func() (map[string]time.Duration, map[string]time.Duration, error)
+	if kind == "A" && profile {
 		splitCPU = startComponentCPU("127.0.0.1:" + strconv.Itoa(p.status))
 	}
 	r.procCPUStart = procCPU(procs)
@@ -313,7 +365,7 @@ func measure(c config, kind string, s scale) (result, error) {
 	r.cpuLoaded = sum(r.procCPULoaded)
 	r.otherCPU = machineBusy() - (selfCPU() - self0) - r.cpuLoaded - machine0
 	if splitCPU != nil {
-		if r.componentCPU, err = splitCPU(); err != nil {
+		if r.componentCPU, r.unlabelledCPU, err = splitCPU(); err != nil {
 			return r, fmt.Errorf("A's CPU per component: %w", err)
 		}
 	}
@@ -322,6 +374,13 @@ func measure(c config, kind string, s scale) (result, error) {
 		return r, failed("after the workload", err)
 	}
 	r.latency = after.since(before)
+	eps, err := memEndpoints(kind, dir, p, restCfg)
+	if err == nil {
+		r.mem, err = readMemory(eps, c.profiles, fmt.Sprintf("%d-%d-%s", s.pods(), time.Now().Unix(), kind))
+	}
+	if err != nil {
+		return r, failed("memory after the workload", err)
+	}
 	pods.stop()
 	if err := hb.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: warning: %s %s: %v\n", s, kind, err)
@@ -346,6 +405,22 @@ func measure(c config, kind string, s scale) (result, error) {
 		}
 	}
 	r.stop = time.Since(s0)
+	if c.gctrace {
+		traces := map[string][]gcCycle{}
+		for _, name := range logs.names {
+			traces[name] = parseGCTrace(logs.bufs[name].Bytes())
+		}
+		v := gcWindow(traces, logs.started, w0, w0.Add(r.workload))
+		r.gc = &v
+	}
+	if c.profiles != "" {
+		for _, name := range logs.names {
+			path := filepath.Join(c.profiles, fmt.Sprintf("%d-%d-%s-%s.log", s.pods(), time.Now().Unix(), kind, name))
+			if err := os.WriteFile(path, logs.bufs[name].Bytes(), 0o644); err != nil {
+				return r, err
+			}
+		}
+	}
 	return r, nil
 }
 
@@ -390,14 +465,21 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 		"--key-file=" + layout.EtcdServer().KeyFile,
 		"--trusted-ca-file=" + layout.EtcdCA().CertFile,
 		"--client-cert-auth", "--log-level=warn",
+		// The embedded etcd's election timing (package components/etcd).
+		"--heartbeat-interval=" + strconv.Itoa(etcd.TickMs), "--election-timeout=" + strconv.Itoa(etcd.ElectionMs),
+		"--enable-pprof", // the heap profile after the workload (A's is its status endpoint's)
 	}
-	// As a supervisor of four processes must: the upstream scheduler and
-	// controller-manager exit at once when the apiserver does not answer
-	// yet, so they are started when its /readyz answers (A's harness orders
-	// its components the same way, inside the process).
+	// As a supervisor of four processes does best: etcd and kube-apiserver
+	// at once, then kube-scheduler and kube-controller-manager once
+	// /readyz answers. The controller-manager exits at once (status 1) when
+	// its authentication lookup finds no apiserver; the scheduler survives
+	// it, but then takes its lease a retry period (2 s) later than when
+	// started after /readyz, which made B's ready 5.2–5.5 s instead of
+	// about 3 s.
 	var procs []*exec.Cmd
 	start := func(bin string, args []string) error {
 		cmd := exec.Command(bin, args...)
+		cmd.Env = c.env()
 		w := logs.for_(filepath.Base(bin))
 		cmd.Stdout, cmd.Stderr = w, w
 		if err := cmd.Start(); err != nil {
@@ -430,7 +512,7 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 		select {
 		case <-ctx.Done():
 			return procs, errors.New("kube-apiserver not ready within 2 minutes")
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(25 * time.Millisecond): // as often as A's harness asks (components' readyPoll)
 		}
 	}
 	if err := start(c.scheduler, args["kube-scheduler"]); err != nil {
@@ -544,30 +626,70 @@ func leaseHeld(ctx context.Context, c kubernetes.Interface, name string) bool {
 	return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
 }
 
-// harnessPhases reads A's phase timings from its /components.
-func harnessPhases(p ports) (time.Duration, error) {
+// startPhases are the moments of A's start the report gives, in order:
+// each is the time from exec until it.
+var startPhases = []string{"harness starts (process init, PKI, files)", "parse done", "barrier done", "etcd ready", "kube-apiserver ready", "kube-controller-manager ready", "kube-scheduler ready"}
+
+// harnessPhases reads A's status from its /components once every
+// component of startPhases is ready there (the bench may see a component
+// ready — its /healthz, its lease — a moment before the harness does): the
+// validate + parse + barrier time, and the startPhases as times since exec
+// (start).
+func harnessPhases(ctx context.Context, p ports, start time.Time) (time.Duration, map[string]time.Duration, error) {
+	var last error
+	for {
+		d, at, err := readPhases(p, start)
+		if err == nil {
+			return d, at, nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return 0, nil, last
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func readPhases(p ports, start time.Time) (time.Duration, map[string]time.Duration, error) {
 	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.status) + "/components")
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	var st struct {
-		Phases []harness.PhaseTiming `json:"phases"`
-	}
+	var st harness.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	at := map[string]time.Duration{}
 	var d time.Duration
 	for _, ph := range st.Phases {
 		switch ph.Phase {
-		case harness.PhaseValidate, harness.PhaseParse, harness.PhaseBarrier:
+		case harness.PhaseValidate:
+			at[startPhases[0]] = ph.Start.Sub(start)
+			d += ph.Duration
+		case harness.PhaseParse:
+			at[startPhases[1]] = ph.Start.Add(ph.Duration).Sub(start)
+			d += ph.Duration
+		case harness.PhaseBarrier:
+			at[startPhases[2]] = ph.Start.Add(ph.Duration).Sub(start)
 			d += ph.Duration
 		}
 	}
-	if d == 0 {
-		return 0, errors.New("no phase timings in /components")
+	for _, c := range st.Components {
+		if c.State == harness.Ready {
+			at[c.Name+" ready"] = c.Since.Sub(start)
+		}
 	}
-	return d, nil
+	if d == 0 {
+		return 0, nil, errors.New("no phase timings in /components")
+	}
+	for _, name := range startPhases {
+		if _, ok := at[name]; !ok {
+			return 0, nil, fmt.Errorf("/components at ready has no %q", name)
+		}
+	}
+	return d, at, nil
 }
 
 // rss sums VmRSS and RssAnon (KiB) over the processes.
@@ -676,8 +798,9 @@ func killAll(procs []*exec.Cmd) {
 
 // procLogs keeps each process's output apart, for the failure message.
 type procLogs struct {
-	names []string
-	bufs  map[string]*bytes.Buffer
+	names   []string
+	bufs    map[string]*bytes.Buffer
+	started map[string]time.Time // when for_ was first called: right before the process started
 }
 
 func (l *procLogs) for_(name string) io.Writer {
@@ -687,6 +810,10 @@ func (l *procLogs) for_(name string) io.Writer {
 	if l.bufs[name] == nil {
 		l.bufs[name] = &bytes.Buffer{}
 		l.names = append(l.names, name)
+		if l.started == nil {
+			l.started = map[string]time.Time{}
+		}
+		l.started[name] = time.Now()
 	}
 	return l.bufs[name]
 }

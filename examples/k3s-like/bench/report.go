@@ -3,6 +3,7 @@ package main
 import (
 	"debug/buildinfo"
 	"fmt"
+	"github.com/kubeharness/kubeharness/components/etcd"
 	"math"
 	"os"
 	"os/exec"
@@ -47,8 +48,8 @@ func figureByName(name string) figure {
 
 // scaleRuns are one scale's runs, A's and B's in pair order.
 type scaleRuns struct {
-	scale scale
-	a, b  []result
+	scale      scale
+	a, b, prof []result // prof: A under the CPU profiler, not in the pairs
 }
 
 // byScale groups the results by scale, in the order they ran.
@@ -60,7 +61,9 @@ func byScale(rs []result) []scaleRuns {
 			out = append(out, scaleRuns{scale: r.scale})
 			i = len(out) - 1
 		}
-		if r.kind == "A" {
+		if r.profiled {
+			out[i].prof = append(out[i].prof, r)
+		} else if r.kind == "A" {
 			out[i].a = append(out[i].a, r)
 		} else {
 			out[i].b = append(out[i].b, r)
@@ -96,7 +99,7 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 		names = append(names, s.scale.String())
 	}
 	fmt.Fprintf(&sb, "- scales: %s; at each, A B alternated × %d. The workload: the Nodes (Ready; no kubelet: the driver renews each Node's Lease in `kube-node-lease` every %s, as a kubelet does, so that the node lifecycle controller never marks one NotReady), then the Deployments, until every Pod is bound.\n", strings.Join(names, "; "), c.pairs, leaseRenew)
-	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver, then kube-scheduler and kube-controller-manager once `/readyz` answers (upstream's exit at once when the apiserver is not up yet), as a supervisor of four processes must; A's harness orders its components the same way inside the process.\n")
+	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver at once, then kube-scheduler and kube-controller-manager once `/readyz` answers, as a supervisor of four processes does best: the controller-manager exits at once (status 1) when its authentication lookup finds no apiserver, and a scheduler started with the apiserver survives but takes its lease a retry period (2 s) later. A's harness starts the scheduler and the controller-manager while the apiserver starts too, holding each of their requests until it is ready. etcd runs with the embedded etcd's election timing in both (`--heartbeat-interval=%d --election-timeout=%d`, package components/etcd).\n", etcd.TickMs, etcd.ElectionMs)
 	fmt.Fprintf(&sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-scales %s -pairs %d` (make bench's BENCH_SCALES, BENCH_PAIRS).\n", c.scalesFlag, c.pairs)
 	sb.WriteString(sharedNote(rs, load0))
 	sb.WriteString("\n")
@@ -124,10 +127,12 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 		renderScale(&sb, s)
 	}
 
+	renderStartPhases(&sb, scales)
+
 	fmt.Fprintf(&sb, "\n## Harness overhead in A\n\nvalidate + parse + barrier, from the harness's own phase timings in `/components`, against the time to ready:\n\n| run | harness phases | time to ready | fraction |\n|---|---|---|---|\n")
 	var fr []float64
 	for _, r := range rs {
-		if r.kind != "A" {
+		if r.kind != "A" || r.profiled {
 			continue
 		}
 		f := r.harnessPhases.Seconds() / r.toReady.Seconds()
@@ -179,6 +184,8 @@ func renderScale(sb *strings.Builder, s scaleRuns) {
 	sb.WriteString("\n")
 
 	renderCPUSplit(sb, s)
+	renderMemory(sb, s)
+	renderGC(sb, s)
 
 	// The targets of issue 17 that this bench measures.
 	pr := func(name string) []float64 { return s.pairRatios(figureByName(name)) }
@@ -231,24 +238,24 @@ func renderRequestKinds(sb *strings.Builder, s scaleRuns) {
 }
 
 // renderCPUSplit writes the workload window's CPU by process of B, beside
-// A's whole process and, when the hook (startComponentCPU) gives it, A's
-// CPU by component.
+// A's whole process and, when the scale has a profiled A run (s.prof), A's
+// CPU by component from it, with its unlabelled share by what ran.
 func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 	window := func(r result, name string) float64 { return (r.procCPULoaded[name] - r.procCPUStart[name]).Seconds() }
+	workload := func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }
 	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
-	split := false
 	comps := map[string]bool{}
-	for _, r := range s.a {
+	for _, r := range s.prof {
 		for name := range r.componentCPU {
-			split = true
 			comps[name] = true
 		}
 	}
-	bTotal := med(values(s.b, func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }))
-	aTotal := med(values(s.a, func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }))
-	fmt.Fprintf(sb, "\nCPU seconds of the workload (first Node → every Pod bound), medians: B by process")
+	split := len(comps) > 0
+	bTotal := med(values(s.b, workload))
+	aTotal := med(values(s.a, workload))
+	fmt.Fprintf(sb, "\nCPU seconds of the workload (first Node → every Pod bound): B by process (medians of the pairs)")
 	if split {
-		fmt.Fprintf(sb, ", A by component (pprof label `component` of the status endpoint's CPU profile)")
+		fmt.Fprintf(sb, ", A by component (pprof label `component` of the status endpoint's CPU profiles, taken in %d more run(s) of A, not in the pairs: profiling costs CPU and memory)", len(s.prof))
 	}
 	fmt.Fprintf(sb, ".\n\n| process / component | B | B share |")
 	if split {
@@ -264,7 +271,7 @@ func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 	sort.SliceStable(names[len(procs):], func(i, j int) bool { return names[len(procs)+i] < names[len(procs)+j] })
 	var aSplitTotal float64
 	if split {
-		aSplitTotal = med(values(s.a, func(r result) float64 { return sum(r.componentCPU).Seconds() }))
+		aSplitTotal = med(values(s.prof, func(r result) float64 { return sum(r.componentCPU).Seconds() }))
 	}
 	for _, name := range names {
 		label := name
@@ -279,7 +286,7 @@ func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 			sb.WriteString(" – | – |")
 		}
 		if split {
-			a := med(values(s.a, func(r result) float64 { return r.componentCPU[name].Seconds() }))
+			a := med(values(s.prof, func(r result) float64 { return r.componentCPU[name].Seconds() }))
 			fmt.Fprintf(sb, " %.2f s | %.0f%% |", a, 100*a/aSplitTotal)
 		}
 		sb.WriteString("\n")
@@ -288,7 +295,30 @@ func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 	if split {
 		fmt.Fprintf(sb, " **%.2f s** | 100%% |", aSplitTotal)
 	}
-	fmt.Fprintf(sb, "\n\nA, the whole process over the same window: %.2f s (%s× B).\n", aTotal, ratio(aTotal/bTotal))
+	fmt.Fprintf(sb, "\n\nA, the whole process over the same window: %.2f s in the pairs (%s× B)", aTotal, ratio(aTotal/bTotal))
+	if !split {
+		sb.WriteString(".\n")
+		return
+	}
+	fmt.Fprintf(sb, ", %.2f s in the profiled run(s).\n", med(values(s.prof, workload)))
+	kinds := map[string]bool{}
+	for _, r := range s.prof {
+		for k := range r.unlabelledCPU {
+			kinds[k] = true
+		}
+	}
+	var ks []string
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	get := func(k string) float64 {
+		return med(values(s.prof, func(r result) float64 { return r.unlabelledCPU[k].Seconds() }))
+	}
+	sort.Slice(ks, func(i, j int) bool { return get(ks[i]) > get(ks[j]) })
+	fmt.Fprintf(sb, "\nA's unlabelled CPU by what ran (the root frame of each sample: the GC's and the runtime's own work, which B's processes pay inside their own figures, or the package whose goroutine, started outside every component, ran):\n\n| unlabelled | A | share of A |\n|---|---|---|\n")
+	for _, k := range ks {
+		fmt.Fprintf(sb, "| %s | %.2f s | %.1f%% |\n", k, get(k), 100*get(k)/aSplitTotal)
+	}
 }
 
 // sharedNote says how much CPU the machine's other processes used during
@@ -298,6 +328,9 @@ func sharedNote(rs []result, load0 string) string {
 	var total, span time.Duration
 	var worst float64
 	for _, r := range rs {
+		if r.profiled {
+			continue
+		}
 		total += max(0, r.otherCPU)
 		d := r.toReady + r.workload
 		span += d
@@ -414,4 +447,21 @@ func memTotal() string {
 		}
 	}
 	return "memory unknown"
+}
+
+// renderStartPhases writes A's time to ready by phase, from exec, over
+// every A run of every scale (the start does not depend on the scale).
+func renderStartPhases(sb *strings.Builder, scales []scaleRuns) {
+	var as []result
+	for _, s := range scales {
+		as = append(as, s.a...)
+	}
+	if len(as) == 0 || as[0].startAt == nil {
+		return
+	}
+	fmt.Fprintf(sb, "\n## A's time to ready by phase\n\nFrom exec, every A run of every scale (%d runs), from the harness's phase timings and each component's ready time in `/components`; the last row is the bench's ready (both leases held):\n\n| moment | from exec, median (min–max) |\n|---|---|\n", len(as))
+	for _, name := range startPhases {
+		fmt.Fprintf(sb, "| %s | %s |\n", name, span(values(as, func(r result) float64 { return r.startAt[name].Seconds() }), "s"))
+	}
+	fmt.Fprintf(sb, "| ready (the bench's: both leases held) | %s |\n", span(values(as, func(r result) float64 { return r.toReady.Seconds() }), "s"))
 }

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dryRunJSON is a `server --dry-run --output json` of these components.
+func dryRunJSON(t *testing.T, comps map[string][]string) []byte {
+	t.Helper()
+	type comp struct {
+		Name string   `json:"name"`
+		Args []string `json:"args"`
+	}
+	var out struct {
+		Components []comp `json:"components"`
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "containerd", "kubelet", "kube-proxy"} {
+		if args, ok := comps[name]; ok {
+			out.Components = append(out.Components, comp{name, args})
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestNodeArgs: B's node arguments are A's dry-run's, and only when B's
+// control plane runs with A's arguments.
+func TestNodeArgs(t *testing.T) {
+	cp := map[string][]string{
+		"etcd":                    nil,
+		"kube-apiserver":          {"--secure-port=6443", "--advertise-address=192.0.2.10"},
+		"kube-scheduler":          {"--secure-port=10259"},
+		"kube-controller-manager": {"--secure-port=10257"},
+	}
+	withNode := func(kubelet, proxy []string) map[string][]string {
+		m := map[string][]string{"containerd": nil, "kubelet": kubelet, "kube-proxy": proxy}
+		for k, v := range cp {
+			m[k] = v
+		}
+		return m
+	}
+	kubelet := []string{"--kubeconfig=/d/tls/node/n/kubelet.kubeconfig", "--container-runtime-endpoint=unix:///run/k3s-like/x/containerd.sock"}
+	proxy := []string{"--hostname-override=n"}
+	a := dryRunJSON(t, withNode(kubelet, proxy))
+	k, p, err := nodeArgs(a, dryRunJSON(t, cp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(k, " ") != strings.Join(kubelet, " ") || strings.Join(p, " ") != strings.Join(proxy, " ") {
+		t.Errorf("got kubelet %q, kube-proxy %q", k, p)
+	}
+
+	other := map[string][]string{}
+	for k, v := range cp {
+		other[k] = v
+	}
+	other["kube-apiserver"] = []string{"--secure-port=6443", "--advertise-address=127.0.0.1"}
+	if _, _, err := nodeArgs(a, dryRunJSON(t, other)); err == nil || !strings.Contains(err.Error(), "kube-apiserver runs with other arguments") {
+		t.Errorf("a control plane with other arguments: %v", err)
+	}
+	if _, _, err := nodeArgs(a, a); err == nil || !strings.Contains(err.Error(), "runs a kubelet") {
+		t.Errorf("B with a kubelet: %v", err)
+	}
+	if _, _, err := nodeArgs(dryRunJSON(t, cp), dryRunJSON(t, cp)); err == nil {
+		t.Error("no kubelet in A: no error")
+	}
+	redacted := dryRunJSON(t, withNode(append([]string{"--token=<redacted>"}, kubelet...), proxy))
+	if _, _, err := nodeArgs(redacted, dryRunJSON(t, cp)); err == nil || !strings.Contains(err.Error(), "redacted") {
+		t.Errorf("a redacted argument: %v", err)
+	}
+}
+
+// TestMountsUnder: the mounts below the run's directories, deepest
+// first, escapes undone, nothing else.
+func TestMountsUnder(t *testing.T) {
+	info := strings.Join([]string{
+		`22 1 0:21 / /run rw - tmpfs tmpfs rw`,
+		`900 22 0:4 / /run/k3s-like/abc/state/netns/cni-1 rw - nsfs nsfs rw`,
+		`901 22 0:50 / /run/k3s-like/abcd/state/x rw - tmpfs tmpfs rw`,
+		`902 1 0:51 / /tmp/b/data/agent/kubelet/pods/u/volumes/kube-api-access rw - tmpfs tmpfs rw`,
+		`903 1 0:52 / /tmp/b/data/with\040space rw - tmpfs tmpfs rw`,
+		`904 1 0:53 / /tmp/b/data2 rw - tmpfs tmpfs rw`,
+	}, "\n")
+	got := mountsUnder(info, "/tmp/b/data", "/run/k3s-like/abc")
+	want := []string{
+		"/tmp/b/data/agent/kubelet/pods/u/volumes/kube-api-access",
+		"/run/k3s-like/abc/state/netns/cni-1",
+		"/tmp/b/data/with space",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestShimsAndDescendants: the shims of one socket, and everything under
+// them, once each.
+func TestShimsAndDescendants(t *testing.T) {
+	sock := "/run/k3s-like/abc/containerd.sock"
+	table := map[int]procInfo{
+		1:   {0, "/sbin/init"},
+		10:  {1, "/bin/k3s-like server"},
+		11:  {10, "/bin/k3s-like containerd --config c"},
+		20:  {1, "/bin/k3s-like -namespace k8s.io -id a -address " + sock + " -publish-binary x"},
+		21:  {20, "/pause"},
+		22:  {20, "/pause"},
+		23:  {21, "/child"},
+		30:  {1, "/bin/k3s-like -namespace k8s.io -id b -address " + sock + "2 -publish-binary x"}, // another node's
+		31:  {30, "/pause"},
+		40:  {1, "/bin/k3s-like -namespace k8s.io -id c -address " + sock + " -publish-binary x"},
+		400: {40, "/pause"},
+	}
+	shims := shimPIDs(table, sock)
+	if fmt.Sprint(shims) != "[20 40]" {
+		t.Errorf("shims %v, want [20 40]", shims)
+	}
+	got := descendants(table, append(shims, 20))
+	want := []int{20, 21, 22, 23, 40, 400}
+	if len(got) != len(want) {
+		t.Fatalf("descendants %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("descendants %v, want %v", got, want)
+		}
+	}
+}
+
+// TestRuntimeFiles: B gets A's runtime files, links as links, the CNI
+// configuration held back until the node has its pod CIDR, then written
+// for it.
+func TestRuntimeFiles(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "agent")
+	for _, d := range []string{"etc/containerd/certs.d", "etc/cni/net.d", "bin"} {
+		if err := os.MkdirAll(filepath.Join(a, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conflist := `{"plugins": [{"ipam": {"ranges": [[{"subnet": "10.42.0.0/24"}]]}}]}`
+	files := map[string]string{"etc/containerd/config.toml": "version = 3\n", "etc/cni/net.d/10-k3s-like.conflist": conflist}
+	for f, c := range files {
+		if err := os.WriteFile(filepath.Join(a, f), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/bin/k3s-like", filepath.Join(a, "bin", "bridge")); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := readRuntimeFiles(a, "10.42.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := filepath.Join(t.TempDir(), "agent")
+	if err := os.MkdirAll(b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := tmpl.write(b); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b, "etc/containerd/config.toml")); string(got) != "version = 3\n" {
+		t.Errorf("config.toml %q", got)
+	}
+	if target, err := os.Readlink(filepath.Join(b, "bin", "bridge")); err != nil || target != "/bin/k3s-like" {
+		t.Errorf("bin/bridge: %q, %v", target, err)
+	}
+	if st, err := os.Stat(filepath.Join(b, "etc/containerd/certs.d")); err != nil || !st.IsDir() {
+		t.Errorf("certs.d: %v", err)
+	}
+	conf := filepath.Join(b, "etc/cni/net.d/10-k3s-like.conflist")
+	if _, err := os.Stat(conf); !os.IsNotExist(err) {
+		t.Errorf("the CNI configuration is there before the pod CIDR: %v", err)
+	}
+	if err := tmpl.writeCNI(b, "10.42.1.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(conf); string(got) != strings.Replace(conflist, "10.42.0.0/24", "10.42.1.0/24", 1) {
+		t.Errorf("conflist %s", got)
+	}
+
+	if _, err := readRuntimeFiles(b, "x"); err != nil {
+		t.Errorf("B's own files read back: %v", err)
+	}
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRuntimeFiles(b, "x"); err == nil {
+		t.Error("no CNI configuration: no error")
+	}
+}
+
+// TestRenderNode: the report has each table, the pair ratios, the node
+// estimate (A's server less B's) and what a stop left.
+func TestRenderNode(t *testing.T) {
+	mk := func(kind string, pair int, running time.Duration, procs ...procFigures) nodeResult {
+		return nodeResult{kind: kind, pair: pair, nodeReady: 8 * time.Second, running: running, procs: procs,
+			shims: shimFigures{shims: 100, procs: 300, rss: 100 << 10, anon: 20 << 10, pss: 30 << 10, cpu: 20 * time.Second}, stop: time.Second}
+	}
+	p := func(name string, rssMiB int64, cpu time.Duration) procFigures {
+		return procFigures{name: name, rss: rssMiB << 10, anon: rssMiB << 9, pss: rssMiB << 9, cpu: cpu}
+	}
+	var rs []nodeResult
+	for i := 1; i <= 2; i++ {
+		a := mk("A", i, 80*time.Second, p("k3s-like server", 600, 20*time.Second), p("containerd", 200, 15*time.Second))
+		if i == 2 {
+			a.leftover = "k3s-like server: exit status 1"
+		}
+		b := mk("B", i, 100*time.Second, p("k3s-like server --disable-agent", 500, 18*time.Second), p("containerd", 200, 15*time.Second),
+			p("kubelet", 130, 8*time.Second), p("kube-proxy", 60, time.Second))
+		rs = append(rs, a, b)
+	}
+	b := &nodeBench{runDir: "/run/k3s-like/x", cgroupRoot: "/kubeharness-bench-node-1", versions: []string{"`kubelet`: Kubernetes v1.37.2"}}
+	out := renderNode(b, config{pairs: 2, node: nodeFlags{pods: 100}}, rs, time.Minute, "1 1 1", "`abc`")
+	for _, want := range []string{
+		"## A against B (100 Pods, 2 pairs)",
+		"| exec → all Pods Running and Ready | 80.00 s (80.00–80.00) | 100.00 s (100.00–100.00) | 0.80 |",
+		"| RSS, all processes | 800.00 MiB (800.00–800.00) | 890.00 MiB (890.00–890.00) | 0.90 |",
+		// A's server less B's: 100 MiB, against B's kubelet and kube-proxy, 190.
+		"| kubelet + kube-proxy (A: estimate) | RSS | 100.00 MiB (100.00–100.00) | 190.00 MiB (190.00–190.00) | 0.53 |",
+		"| the node (A: estimate) | CPU | 17.00 s (17.00–17.00) | 24.00 s (24.00–24.00) | 0.71 |",
+		"| B | kubelet | 130.00 MiB",
+		"| shims | 100 (100–100) | 100 (100–100) |",
+		"| **median** |",
+		"A2: k3s-like server: exit status 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+}
