@@ -146,8 +146,18 @@ func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
 		DeleteFunc: func(any) { mark() },
 	}
 	var stores [3]cache.Store // features, reports, profiles
-	for i, gvr := range []schema.GroupVersionResource{featuresv1alpha1.Resource, featuresv1alpha1.NodeFeatureReportResource, featuresv1alpha1.FeatureProfileResource} {
-		inf := factory.ForResource(gvr).Informer()
+	for i, kind := range []struct {
+		gvr       schema.GroupVersionResource
+		transform cache.TransformFunc
+	}{
+		{featuresv1alpha1.Resource, typed[featuresv1alpha1.Feature]},
+		{featuresv1alpha1.NodeFeatureReportResource, typed[featuresv1alpha1.NodeFeatureReport]},
+		{featuresv1alpha1.FeatureProfileResource, typed[featuresv1alpha1.FeatureProfile]},
+	} {
+		inf := factory.ForResource(kind.gvr).Informer()
+		if err := inf.SetTransform(kind.transform); err != nil {
+			return err
+		}
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
@@ -164,7 +174,6 @@ func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	reports := &reportCache{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,7 +187,7 @@ func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
 		case <-dirty:
 		default:
 		}
-		err := s.round(ctx, dyn, stores[0].List(), reports.of(stores[1].List()), stores[2].List())
+		err := s.round(ctx, dyn, stores[0].List(), reportsOf(stores[1].List()), stores[2].List())
 		if err != nil && ctx.Err() == nil {
 			s.logf("feature-summarizer: %v; trying again", err)
 			if !sleep(ctx, 5*time.Second) {
@@ -325,48 +334,49 @@ func (s *Summarizer) removeProfiles(ctx context.Context, dyn dynamic.Interface, 
 	return errors.Join(errs...)
 }
 
-func fromObject(o any, into any) error {
+// typed is the summarizer's informers' transform: each object is kept as
+// its typed T, without its managed fields (the summary needs neither the
+// unstructured maps nor who wrote which field: several times less memory
+// per object). An object that does not convert is kept as it came; the
+// round leaves it out (its writer's problem, not every other node's).
+func typed[T any, PT interface {
+	*T
+	metav1.Object
+}](o any) (any, error) {
 	u, ok := o.(*unstructured.Unstructured)
 	if !ok {
+		return o, nil
+	}
+	t := PT(new(T))
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, t); err != nil {
+		return o, nil
+	}
+	t.SetManagedFields(nil)
+	return t, nil
+}
+
+// fromObject copies the typed object an informer's store holds (typed's)
+// into into; any other object is an error naming it.
+func fromObject[T any](o any, into *T) error {
+	t, ok := o.(*T)
+	if !ok {
+		if u, isU := o.(*unstructured.Unstructured); isU {
+			return fmt.Errorf("%s %s does not convert to %T", u.GetKind(), u.GetName(), into)
+		}
 		return fmt.Errorf("unexpected object %T in the informer's store", o)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-		return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
-	}
+	*into = *t
 	return nil
 }
 
-// reportCache keeps the typed reports by name and resource version, so
-// that a round converts only the reports that changed.
-type reportCache struct {
-	byName map[string]cachedReport
-}
-
-type cachedReport struct {
-	resourceVersion string
-	report          featuresv1alpha1.NodeFeatureReport
-}
-
-// of returns the reports of objs; one that does not convert is left out
-// (its writer's problem, not every other node's).
-func (c *reportCache) of(objs []any) []featuresv1alpha1.NodeFeatureReport {
-	next := make(map[string]cachedReport, len(objs))
+// reportsOf returns the reports among objs; one that did not convert is
+// left out.
+func reportsOf(objs []any) []featuresv1alpha1.NodeFeatureReport {
 	out := make([]featuresv1alpha1.NodeFeatureReport, 0, len(objs))
 	for _, o := range objs {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
+		if r, ok := o.(*featuresv1alpha1.NodeFeatureReport); ok {
+			out = append(out, *r)
 		}
-		cr, ok := c.byName[u.GetName()]
-		if !ok || cr.resourceVersion != u.GetResourceVersion() {
-			cr = cachedReport{resourceVersion: u.GetResourceVersion()}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cr.report); err != nil {
-				continue
-			}
-		}
-		next[u.GetName()] = cr
-		out = append(out, cr.report)
 	}
-	c.byName = next
 	return out
 }

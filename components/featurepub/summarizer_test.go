@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -105,4 +106,51 @@ func TestSummarizerWithoutKubeconfig(t *testing.T) {
 	defer cancel()
 	assert.NoError(t, s.Run(ctx))
 	assert.NotEmpty(t, logged)
+}
+
+// TestTypedTransform: the summarizer's informers keep each object typed,
+// without its managed fields; an object that does not convert is kept as
+// it came, and a round leaves such a report out (reportsOf) while
+// fromObject names such a Feature in its error.
+func TestTypedTransform(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": featuresv1alpha1.SchemeGroupVersion.String(), "kind": "Feature",
+		"metadata": map[string]any{"name": "somegate", "resourceVersion": "7", "managedFields": []any{map[string]any{"manager": "k3s-like", "operation": "Apply"}}},
+		"status":   map[string]any{"name": "SomeGate", "enabled": true},
+	}}
+	out, err := typed[featuresv1alpha1.Feature](u)
+	require.NoError(t, err)
+	f, ok := out.(*featuresv1alpha1.Feature)
+	require.True(t, ok, "typed: got %T", out)
+	assert.Equal(t, "somegate", f.Name)
+	assert.Equal(t, "7", f.ResourceVersion)
+	assert.Equal(t, "SomeGate", f.Status.Name)
+	assert.Nil(t, f.ManagedFields, "managed fields dropped")
+	var got featuresv1alpha1.Feature
+	require.NoError(t, fromObject(out, &got))
+	assert.Equal(t, "SomeGate", got.Status.Name)
+
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": featuresv1alpha1.SchemeGroupVersion.String(), "kind": "NodeFeatureReport",
+		"metadata": map[string]any{"name": "node-x"}, "spec": "not an object",
+	}}
+	kept, err := typed[featuresv1alpha1.NodeFeatureReport](bad)
+	require.NoError(t, err, "a malformed object is no error of the informer's")
+	assert.Same(t, bad, kept)
+	good, err := typed[featuresv1alpha1.NodeFeatureReport](&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": featuresv1alpha1.SchemeGroupVersion.String(), "kind": "NodeFeatureReport", "metadata": map[string]any{"name": "node-y"},
+	}})
+	require.NoError(t, err)
+	reports := reportsOf([]any{kept, good})
+	require.Len(t, reports, 1)
+	assert.Equal(t, "node-y", reports[0].Name)
+
+	badFeature := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": featuresv1alpha1.SchemeGroupVersion.String(), "kind": "Feature", "metadata": map[string]any{"name": "broken"}, "status": "x",
+	}}
+	keptF, _ := typed[featuresv1alpha1.Feature](badFeature)
+	assert.ErrorContains(t, fromObject(keptF, &got), "Feature broken does not convert")
+	passthrough, err := typed[featuresv1alpha1.Feature]("not an object")
+	require.NoError(t, err)
+	assert.Equal(t, "not an object", passthrough)
 }
