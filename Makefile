@@ -145,9 +145,10 @@ bench: build
 	  echo 'Real kube gate and the real adapters (components module), `go test ./components/ -bench BenchmarkBarrier -count 6`:'; echo; echo '```'; \
 	  (cd components && $(GO) test -run '^$$' -bench BenchmarkBarrier -benchtime 30x -count 6 -ldflags "$(K8S_LDFLAGS)" . | grep -E '^Benchmark'); echo '```'; \
 	} > bench/out/gobench.md
+	{ cat bench/FINDINGS.md; echo; cat bench/out/gobench.md; } > bench/out/extra.md
 	./bench/out/bench -scales $(BENCH_SCALES) -pairs $(BENCH_PAIRS) -gctrace -k3s-like $(K3S_LIKE) -etcd bench/out/etcd \
 		-kube-apiserver bench/out/kube-apiserver -kube-scheduler bench/out/kube-scheduler \
-		-kube-controller-manager bench/out/kube-controller-manager -out bench/RESULTS.md -extra bench/out/gobench.md
+		-kube-controller-manager bench/out/kube-controller-manager -out bench/RESULTS.md -extra bench/out/extra.md
 
 # make bench-features: feature discovery on nodes (KEP-3920) at
 # BENCH_FEATURE_NODES fake nodes against the real server (bench -features,
