@@ -129,6 +129,10 @@ func (r *Runtime) Run(ctx context.Context) error {
 		cmd = exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
 		cmd.Env = r.cfg.Env
 		cmd.Stdout, cmd.Stderr = out, out
+		// The shims inherit the child's stdout and stderr and outlive it
+		// until Run kills them: once the child exited, Wait waits that
+		// long for the output, then closes it, instead of waiting for them.
+		cmd.WaitDelay = outputDelay
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -293,6 +297,10 @@ func readProcs() (*procTable, error) {
 	}
 	return t, nil
 }
+
+// outputDelay is how long Run waits, once the child exited, for the
+// output that processes it started still hold (cmd.WaitDelay).
+const outputDelay = 500 * time.Millisecond
 
 func (r *Runtime) stopGrace() time.Duration {
 	if r.cfg.StopGrace > 0 {

@@ -30,6 +30,9 @@ import (
 //   - "cri": serve a fake CRI on $FAKE_CRI_SOCKET with two pod sandboxes,
 //     printing each call, until SIGTERM ("terminated");
 //   - "cri-ignore-term": the same, ignoring SIGTERM;
+//   - "cri-with-shim": "cri", after starting a "shim": this binary again
+//     with -address $FAKE_CRI_SOCKET in a process group of its own,
+//     holding the child's stdout and stderr, sleeping until killed;
 //   - "exit": print "boom: bad config" and exit 3;
 //   - "parent": run a node.Runtime whose child is "cri" and wait to be killed;
 //   - "cleanup-rules": write kube-proxy's and the kubelet's host rules,
@@ -42,9 +45,25 @@ func fakeChild(mode string) int {
 	case "exit":
 		fmt.Println("boom: bad config")
 		return 3
-	case "cri", "cri-ignore-term", "cri-fail-remove":
+	case "shim":
+		time.Sleep(time.Hour) // killed by Run's killShims
+		return 0
+	case "cri", "cri-ignore-term", "cri-fail-remove", "cri-with-shim":
 		if pidFile := os.Getenv("FAKE_PID_FILE"); pidFile != "" {
 			_ = os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600)
+		}
+		if mode == "cri-with-shim" {
+			// A shim as containerd starts one: a process group of its own,
+			// containerd's stdout and stderr inherited, -address SOCKET.
+			shim := exec.Command(os.Args[0], "-address", os.Getenv("FAKE_CRI_SOCKET"))
+			shim.Env = append(os.Environ(), fakeChildEnv+"=shim")
+			shim.Stdout, shim.Stderr = os.Stdout, os.Stderr
+			shim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := shim.Start(); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			fmt.Println("shim", shim.Process.Pid)
 		}
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGTERM)
@@ -184,6 +203,35 @@ func TestRuntimeChildIgnoringSIGTERMIsKilled(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "SIGTERM first, SIGKILL after the grace")
 	assert.Contains(t, out.String(), "terminated")
+}
+
+// TestRuntimeStopWithShimHoldingOutput: a shim the child started keeps
+// the child's stdout and stderr open (containerd's shims inherit them);
+// the cancelled Run still returns soon after the child exited, not when
+// the shim closes them, and kills the shim.
+func TestRuntimeStopWithShimHoldingOutput(t *testing.T) {
+	out := &syncBuffer{}
+	r := runtimeFor(t, "cri-with-shim", out, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	require.NoError(t, r.Ready(t.Context()))
+	var shim int
+	require.Eventually(t, func() bool {
+		_, err := fmt.Sscanf(out.String(), "shim %d", &shim)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the child started its shim: %q", out)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(shim, syscall.SIGKILL)
+		t.Fatal("Run waited for the shim to close the child's output")
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Eventually(t, func() bool { return !alive(shim) }, 5*time.Second, 20*time.Millisecond, "the shim %d was killed", shim)
 }
 
 // TestRuntimeExitIsNamedError: the child exiting by itself is Run's
