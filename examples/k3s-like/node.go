@@ -11,15 +11,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/containerd/platforms"
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,6 +29,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -287,7 +285,7 @@ func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error 
 // it unmounts what the kubelet and containerd mounted and, with
 // --cleanup-on-stop, removes kube-proxy's and the kubelet's host rules.
 func (c nodeConfig) afterStop(ctx context.Context, log logr.Logger) {
-	n, err := unmountUnder(c.dataDir, newNodeDirs(c.dataDir).run)
+	n, err := mounts.UnmountUnder(c.dataDir, newNodeDirs(c.dataDir).run)
 	if err != nil {
 		log.Error(err, "Unmounting the node's mounts")
 	}
@@ -492,59 +490,4 @@ func (containerdLog) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-// unmountUnder detaches every mount below the given directories, deepest
-// first, and returns how many it unmounted: the kubelet's volumes (it
-// unmounts them only when their pods are deleted) and containerd's sandbox
-// mounts, once the node stopped, so that none outlives the server.
-func unmountUnder(dirs ...string) (int, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return 0, err
-	}
-	var targets []string
-	for _, line := range strings.Split(string(b), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountPoint(fields[4])
-		for _, d := range dirs {
-			if abs, err := filepath.Abs(d); err == nil && (mp == abs || strings.HasPrefix(mp, abs+"/")) {
-				targets = append(targets, mp)
-				break
-			}
-		}
-	}
-	sort.Slice(targets, func(i, j int) bool { return len(targets[i]) > len(targets[j]) })
-	n := 0
-	var errs []error
-	for _, t := range targets {
-		if err := unix.Unmount(t, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", t, err))
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
-}
-
-// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPoint(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

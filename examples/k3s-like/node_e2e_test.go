@@ -495,19 +495,10 @@ spec:
 	socket := tomlString(t, config, "address")
 	runDir := filepath.Dir(socket)
 	require.NoError(t, s.stop(), "SIGTERM: a clean stop")
-	procs, err := os.ReadDir("/proc")
-	require.NoError(t, err)
 	// containerd, its shims (-address SOCKET) and their containers' processes
-	require.NoError(t, err)
-	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		cmd, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
-		c := string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
-		assert.False(t, strings.Contains(c, socket) || strings.Contains(c, dataDir) || c == "sleep 3599 " || strings.HasPrefix(c, "httpd -f -p 8080"),
-			"process %s outlived the server: %s", p.Name(), c)
-	}
+	assertNoProcess(t, func(c string) bool {
+		return strings.Contains(c, socket) || strings.Contains(c, dataDir) || c == "sleep 3599 " || strings.HasPrefix(c, "httpd -f -p 8080")
+	})
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(mounts), "\n") {
@@ -560,6 +551,15 @@ spec:
 	stopped := time.Now()
 	require.NoError(t, s.stop(), "SIGTERM with %d Pods: a clean stop", pods)
 	t.Logf("SIGTERM → exit with %d Pods: %s", pods, time.Since(stopped).Round(time.Millisecond))
+	assertNoProcess(t, func(c string) bool {
+		return strings.Contains(c, socket) || strings.Contains(c, dataDir) || c == "/pause "
+	})
+}
+
+// assertNoProcess fails t for every process whose command line (its
+// arguments joined by spaces) left accepts: what outlived the server.
+func assertNoProcess(t *testing.T, left func(cmdline string) bool) {
+	t.Helper()
 	procs, err := os.ReadDir("/proc")
 	require.NoError(t, err)
 	for _, p := range procs {
@@ -568,7 +568,7 @@ spec:
 		}
 		cmd, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
 		c := string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
-		assert.False(t, strings.Contains(c, socket) || strings.Contains(c, dataDir) || c == "/pause ", "process %s outlived the server: %s", p.Name(), c)
+		assert.False(t, left(c), "process %s outlived the server: %s", p.Name(), c)
 	}
 }
 

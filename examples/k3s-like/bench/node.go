@@ -56,6 +56,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -1252,7 +1253,7 @@ func (b *nodeBench) cleanup(st *runState) (stop time.Duration, leftover string, 
 		// What k3s-like does once its node stopped (afterStop): the
 		// kubelet leaves its Pods' volumes mounted.
 		t0 := time.Now()
-		n, err := unmountUnder(b.data, b.runDir)
+		n, err := mounts.UnmountUnder(b.data, b.runDir)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -1273,7 +1274,7 @@ func (b *nodeBench) cleanup(st *runState) (stop time.Duration, leftover string, 
 		left = append(left, fmt.Sprintf("%d processes killed", killed))
 		time.Sleep(500 * time.Millisecond) // their mounts and cgroups go once they are gone
 	}
-	n, err := unmountUnder(b.data, b.runDir)
+	n, err := mounts.UnmountUnder(b.data, b.runDir)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -1432,62 +1433,6 @@ func removeSandboxes(ctx context.Context, socket string) (int, error) {
 		if err == nil {
 			n++
 		}
-	}
-	return n, errors.Join(errs...)
-}
-
-// mountsUnder are the mount points of a mountinfo text below (or at) one
-// of dirs, deepest first.
-func mountsUnder(mountinfo string, dirs ...string) []string {
-	var out []string
-	for _, line := range strings.Split(mountinfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeOctal(f[4])
-		for _, d := range dirs {
-			if mp == d || strings.HasPrefix(mp, d+"/") {
-				out = append(out, mp)
-				break
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-// unescapeOctal undoes mountinfo's octal escapes (\040 for a space).
-func unescapeOctal(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-// unmountUnder detaches every mount below dirs, deepest first (what
-// k3s-like does after its node stopped), and returns how many.
-func unmountUnder(dirs ...string) (int, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, mp := range mountsUnder(string(b), dirs...) {
-		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", mp, err))
-			continue
-		}
-		n++
 	}
 	return n, errors.Join(errs...)
 }

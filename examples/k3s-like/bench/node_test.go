@@ -79,28 +79,6 @@ func TestNodeArgs(t *testing.T) {
 	}
 }
 
-// TestMountsUnder: the mounts below the run's directories, deepest
-// first, escapes undone, nothing else.
-func TestMountsUnder(t *testing.T) {
-	info := strings.Join([]string{
-		`22 1 0:21 / /run rw - tmpfs tmpfs rw`,
-		`900 22 0:4 / /run/k3s-like/abc/state/netns/cni-1 rw - nsfs nsfs rw`,
-		`901 22 0:50 / /run/k3s-like/abcd/state/x rw - tmpfs tmpfs rw`,
-		`902 1 0:51 / /tmp/b/data/agent/kubelet/pods/u/volumes/kube-api-access rw - tmpfs tmpfs rw`,
-		`903 1 0:52 / /tmp/b/data/with\040space rw - tmpfs tmpfs rw`,
-		`904 1 0:53 / /tmp/b/data2 rw - tmpfs tmpfs rw`,
-	}, "\n")
-	got := mountsUnder(info, "/tmp/b/data", "/run/k3s-like/abc")
-	want := []string{
-		"/tmp/b/data/agent/kubelet/pods/u/volumes/kube-api-access",
-		"/run/k3s-like/abc/state/netns/cni-1",
-		"/tmp/b/data/with space",
-	}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
 // TestShimsAndDescendants: the shims of one socket, and everything under
 // them, once each.
 func TestShimsAndDescendants(t *testing.T) {
