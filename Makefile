@@ -127,10 +127,13 @@ fuzz:
 # over 10, 50 and 100 fake Nodes whose Leases the driver keeps fresh),
 # BENCH_PAIRS A/B pairs per scale, and writes bench/RESULTS.md (tables per
 # scale, the go test -bench results of the barrier, scoped versus shared
-# registry) and its charts bench/rss.svg and bench/cpu.svg. Not part of
-# `make test`; fails, naming the scale and the run, if any run is not ready
-# or leaves a Pod unbound. The defaults took 7m53s on 2 shared cores (the
-# runs 6m48s, about 2m15s a pair of each scale; builds cached).
+# registry, and bench/FINDINGS.md, the heap finding) and its charts
+# bench/rss.svg and bench/cpu.svg. Every process of both sides runs with
+# GODEBUG=gctrace=1 (the GC table); after each scale's pairs one more run
+# of A under the CPU profiler gives A's CPU by component (in no ratio). Not
+# part of `make test`; fails, naming the scale and the run, if any run is
+# not ready or leaves a Pod unbound. The defaults took 7m05s on a quiet
+# 2-core machine (the runs 6m05s; builds cached).
 BENCH_SCALES ?= 150,1500,5000
 BENCH_PAIRS ?= 3
 bench: build
