@@ -213,20 +213,10 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	clients, unfence := m.clientFence(ctx, apiServerUp, m.opts.Authentication, m.opts.Authorization)
 	defer unfence()
 	c, leaseConfig, err := m.config(ctx, clients)
-	if err != nil {
-		if ctx.Err() != nil { // asked to stop while its requests were held
-			klog.FromContext(ctx).Info("Stopped while starting", "err", err)
-			return nil
-		}
-		return err
-	}
 	// The lease, and so upstream's Run, only once the apiserver is ready,
 	// whatever Config read (--authentication-skip-lookup reads nothing).
-	select {
-	case <-apiServerUp:
-	case <-ctx.Done():
-		closeUnserved(c)
-		return nil
+	if proceed, err := awaitAPIServer(ctx, apiServerUp, err, func() { closeUnserved(c) }); !proceed {
+		return err
 	}
 	cc := c.Complete()
 	return m.runElected(ctx, upstreamRun{

@@ -147,6 +147,30 @@ func dependenciesReady(ctx context.Context) <-chan struct{} {
 	return up
 }
 
+// awaitAPIServer is what an early starter (startsEarly) does once its
+// setup — upstream's Setup or Config, its requests held by the fence until
+// the apiserver is ready — returned setupErr: it waits until the apiserver
+// is ready (up closed: proceed) unless ctx ends first, when it closes what
+// the setup opened (unserved) and the component returns nil. A setup that
+// failed because the component was asked to stop while its requests were
+// held is that stop (nil) too; any other setup error is returned.
+func awaitAPIServer(ctx context.Context, up <-chan struct{}, setupErr error, unserved func()) (proceed bool, err error) {
+	if setupErr != nil {
+		if ctx.Err() != nil {
+			klog.FromContext(ctx).Info("Stopped while starting", "err", setupErr)
+			return false, nil
+		}
+		return false, setupErr
+	}
+	select {
+	case <-up:
+		return true, nil
+	case <-ctx.Done():
+		unserved()
+		return false, nil
+	}
+}
+
 // upstreamSays reports whether err is upstream's error with message msg
 // (one of upstream_strings.go): upstream returns those as plain strings,
 // with no sentinel or type to match instead.

@@ -126,21 +126,11 @@ func (s *Scheduler) setupAndRun(ctx context.Context) error {
 	setupCtx, cancelSetup := context.WithCancel(ctx)
 	defer cancelSetup()
 	cc, sched, err := schedapp.Setup(setupCtx, s.opts, s.registry...)
-	if err != nil {
-		if ctx.Err() != nil { // asked to stop while its requests were held
-			klog.FromContext(ctx).Info("Stopped while starting", "err", err)
-			return nil
-		}
-		return err
-	}
 	// Nothing of the scheduler talks to the apiserver before it is ready:
 	// the lease (and so upstream's Run) waits for it here, whatever Setup
 	// read (--authentication-skip-lookup reads nothing).
-	select {
-	case <-apiServerUp:
-	case <-ctx.Done():
-		closeUnusedListener(cc.SecureServing)
-		return nil
+	if proceed, err := awaitAPIServer(ctx, apiServerUp, err, func() { closeUnusedListener(cc.SecureServing) }); !proceed {
+		return err
 	}
 
 	// Upstream's elector off (see Run); the adapter's takes the lease the
