@@ -15,10 +15,10 @@ import (
 // process started), how long its concurrent mark took, the heap when it
 // started, when it ended and what it found live, and the goal it set.
 type gcCycle struct {
-	at                        time.Duration
-	mark                      time.Duration
-	start, end, live, goalMiB float64 // MB as gctrace prints them (10^6 bytes)
-	forced                    bool
+	at                     time.Duration
+	mark                   time.Duration
+	start, end, live, goal float64 // MB as gctrace prints them (10^6 bytes)
+	forced                 bool
 }
 
 // gcLine is gctrace's line: "gc N @Ts P%: a+b+c ms clock, … , X->Y->Z MB,
@@ -39,13 +39,13 @@ func parseGCTrace(out []byte) []gcCycle {
 		}
 		f := func(i int) float64 { v, _ := strconv.ParseFloat(m[i], 64); return v }
 		cycles = append(cycles, gcCycle{
-			at:      time.Duration(f(1) * float64(time.Second)),
-			mark:    time.Duration(f(2) * float64(time.Millisecond)),
-			start:   f(3),
-			end:     f(4),
-			live:    f(5),
-			goalMiB: f(6),
-			forced:  strings.HasSuffix(line, "(forced)"),
+			at:     time.Duration(f(1) * float64(time.Second)),
+			mark:   time.Duration(f(2) * float64(time.Millisecond)),
+			start:  f(3),
+			end:    f(4),
+			live:   f(5),
+			goal:   f(6),
+			forced: strings.HasSuffix(line, "(forced)"),
 		})
 	}
 	return cycles
@@ -90,7 +90,7 @@ func gcWindow(procs map[string][]gcCycle, started map[string]time.Time, from, to
 		}
 		if last != nil {
 			v.live += last.live
-			v.goal += last.goalMiB
+			v.goal += last.goal
 		}
 	}
 	return v

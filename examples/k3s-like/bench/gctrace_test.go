@@ -22,7 +22,7 @@ gc 5 @9.000s 5%: 0.1+50+0.01 ms clock, 0.2+0/10/0+0.02 ms cpu, 110->112->80 MB, 
 	if len(cycles) != 4 {
 		t.Fatalf("got %d cycles, want 4: %+v", len(cycles), cycles)
 	}
-	if c := cycles[1]; c.at != 2*time.Second || c.mark != 300*time.Millisecond || c.start != 100 || c.end != 120 || c.live != 60 || c.goalMiB != 110 || c.forced {
+	if c := cycles[1]; c.at != 2*time.Second || c.mark != 300*time.Millisecond || c.start != 100 || c.end != 120 || c.live != 60 || c.goal != 110 || c.forced {
 		t.Errorf("cycle 2 read as %+v", c)
 	}
 	if !cycles[2].forced {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -284,6 +285,7 @@ func measure(c config, kind string, s scale, profile bool) (result, error) {
 	logs := &procLogs{}
 	machine0, self0 := machineBusy(), selfCPU()
 	start := time.Now()
+	runName := fmt.Sprintf("%d-%d-%s", s.pods(), start.Unix(), kind) // -profiles' files of this run
 	switch kind {
 	case "A":
 		cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
@@ -376,7 +378,7 @@ func measure(c config, kind string, s scale, profile bool) (result, error) {
 	r.latency = after.since(before)
 	eps, err := memEndpoints(kind, dir, p, restCfg)
 	if err == nil {
-		r.mem, err = readMemory(eps, c.profiles, fmt.Sprintf("%d-%d-%s", s.pods(), time.Now().Unix(), kind))
+		r.mem, err = readMemory(eps, c.profiles, runName)
 	}
 	if err != nil {
 		return r, failed("memory after the workload", err)
@@ -415,7 +417,7 @@ func measure(c config, kind string, s scale, profile bool) (result, error) {
 	}
 	if c.profiles != "" {
 		for _, name := range logs.names {
-			path := filepath.Join(c.profiles, fmt.Sprintf("%d-%d-%s-%s.log", s.pods(), time.Now().Unix(), kind, name))
+			path := filepath.Join(c.profiles, runName+"-"+name+".log")
 			if err := os.WriteFile(path, logs.bufs[name].Bytes(), 0o644); err != nil {
 				return r, err
 			}
@@ -585,13 +587,10 @@ func exitedEarly(procs []*exec.Cmd) error {
 // waitReady: apiserver /readyz, scheduler and controller-manager /healthz
 // (with the admin client certificate), both leases held.
 func waitReady(ctx context.Context, c *kubernetes.Clientset, cfg *rest.Config, p ports, procs []*exec.Cmd) error {
-	tlsCfg, err := rest.TLSConfigFor(cfg)
+	health, err := componentsTLS(cfg)
 	if err != nil {
 		return err
 	}
-	health := tlsCfg.Clone()
-	health.InsecureSkipVerify = true // the components' self-signed serving certificates
-	health.RootCAs = nil
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: health}}
 	ok := func(url string) bool {
 		resp, err := hc.Get(url)
@@ -635,20 +634,15 @@ var startPhases = []string{"harness starts (process init, PKI, files)", "parse d
 // ready — its /healthz, its lease — a moment before the harness does): the
 // validate + parse + barrier time, and the startPhases as times since exec
 // (start).
-func harnessPhases(ctx context.Context, p ports, start time.Time) (time.Duration, map[string]time.Duration, error) {
+func harnessPhases(ctx context.Context, p ports, start time.Time) (d time.Duration, at map[string]time.Duration, err error) {
 	var last error
-	for {
-		d, at, err := readPhases(p, start)
-		if err == nil {
-			return d, at, nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return 0, nil, last
-		case <-time.After(20 * time.Millisecond):
-		}
+	if werr := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		d, at, last = readPhases(p, start)
+		return last == nil, nil
+	}); werr != nil {
+		return 0, nil, errors.Join(werr, last)
 	}
+	return d, at, nil
 }
 
 func readPhases(p ports, start time.Time) (time.Duration, map[string]time.Duration, error) {

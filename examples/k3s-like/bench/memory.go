@@ -78,6 +78,20 @@ func parseGoStats(body []byte) (memStats, error) {
 	return m, sc.Err()
 }
 
+// componentsTLS is the admin's client TLS configuration of cfg for the
+// components' own ports, whose serving certificates are self-signed: not
+// verified (loopback, the run's own processes).
+func componentsTLS(cfg *rest.Config) (*tls.Config, error) {
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := tlsCfg.Clone()
+	c.InsecureSkipVerify = true //nolint:gosec // the components' self-signed serving certificates
+	c.RootCAs = nil
+	return c, nil
+}
+
 // memEndpoint is where one process says what it holds.
 type memEndpoint struct {
 	name, metrics, heap string
@@ -88,13 +102,10 @@ type memEndpoint struct {
 // /metrics is the apiserver's, its heap profile the status endpoint's),
 // B's four.
 func memEndpoints(kind, dir string, p ports, cfg *rest.Config) ([]memEndpoint, error) {
-	tlsCfg, err := rest.TLSConfigFor(cfg)
+	admin, err := componentsTLS(cfg)
 	if err != nil {
 		return nil, err
 	}
-	admin := tlsCfg.Clone()
-	admin.InsecureSkipVerify = true // the components' self-signed serving certificates
-	admin.RootCAs = nil
 	client := func(c *tls.Config) *http.Client {
 		return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: c}}
 	}
@@ -368,7 +379,8 @@ func renderMemory(sb *strings.Builder, s scaleRuns) {
 		return med(xs) / mib
 	}
 	fmt.Fprintf(sb, "\nIn-use heap by owner (the heap profiles taken right after, `inuse_space`, summed over B's processes; the owner is the innermost frame outside the runtime, decoding and apimachinery packages; MiB, medians; A %.0f, B %.0f in all). The owners whose A − B differ most:\n\n| owner | A | B | A − B |\n|---|---|---|---|\n", total(a), total(b))
-	for _, r := range ownerDiff(a, b)[:min(15, len(ownerDiff(a, b)))] {
+	owners := ownerDiff(a, b)
+	for _, r := range owners[:min(15, len(owners))] {
 		fmt.Fprintf(sb, "| `%s` | %.1f | %.1f | %+.1f |\n", r.owner, float64(r.a)/mib, float64(r.b)/mib, float64(r.a-r.b)/mib)
 	}
 }
