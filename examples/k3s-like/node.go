@@ -29,6 +29,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/images"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -251,7 +252,8 @@ func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error 
 			// exit 1, and the shims and containers were left running).
 			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
 			BeforeReady: func(ctx context.Context) error {
-				return importImages(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
+				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
+				return err
 			},
 		})
 		if err := h.Add(rt, nil); err != nil {

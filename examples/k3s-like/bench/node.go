@@ -33,10 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/archive/compression"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/containerd/platforms"
+	"github.com/go-logr/logr"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -56,6 +53,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/images"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -690,59 +688,16 @@ func waitCRI(ctx context.Context, socket string) error {
 	}
 }
 
-// importImages imports every archive of dir into containerd's k8s.io
-// namespace, pinned and unpacked for overlayfs: what k3s-like's runtime
-// does before it is ready (node_images.go, importImages; package main of
-// k3s-like cannot be imported, so this is its copy).
+// importImages imports every archive of dir as k3s-like's runtime does
+// before it is ready (package internal/images: pinned, unpacked for
+// overlayfs), and checks that the pause image is among them.
 func importImages(ctx context.Context, socket, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.tar"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no image archive in %s (%v)", dir, err)
-	}
-	client, err := containerd.New(socket, containerd.WithDefaultNamespace("k8s.io"))
+	names, err := images.Import(ctx, socket, dir, "overlayfs", logr.Discard())
 	if err != nil {
-		return fmt.Errorf("images: %w", err)
-	}
-	defer client.Close()
-	ctx = namespaces.WithNamespace(ctx, "k8s.io")
-	var names []string
-	for _, file := range files {
-		err := func() error {
-			f, err := os.Open(file)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			r, err := compression.DecompressStream(f)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			imgs, err := client.Import(ctx, r, containerd.WithImportPlatform(platforms.Default()), containerd.WithSkipDigestRef(func(string) bool { return true }))
-			if err != nil {
-				return err
-			}
-			for _, img := range imgs {
-				if img.Labels == nil {
-					img.Labels = map[string]string{}
-				}
-				img.Labels["io.cri-containerd.pinned"] = "pinned"
-				if _, err := client.ImageService().Update(ctx, img, "labels.io.cri-containerd.pinned"); err != nil {
-					return err
-				}
-				if err := containerd.NewImageWithPlatform(client, img, platforms.Default()).Unpack(ctx, "overlayfs"); err != nil {
-					return fmt.Errorf("unpacking %s: %w", img.Name, err)
-				}
-				names = append(names, img.Name)
-			}
-			return nil
-		}()
-		if err != nil {
-			return fmt.Errorf("images: %s: %w", file, err)
-		}
+		return err
 	}
 	if !slices.Contains(names, pauseImage) {
-		return fmt.Errorf("images: %s not among the imported %q", pauseImage, names)
+		return fmt.Errorf("images: %s not among the imported %q (from %s)", pauseImage, names, dir)
 	}
 	return nil
 }

@@ -1,4 +1,8 @@
-package main
+// Package images imports the image archives of a node's data dir
+// (DATA_DIR/agent/images, k3s's airgap convention) into containerd's CRI
+// namespace, pinned and unpacked: what k3s-like's runtime does before it
+// is ready, and what the node benchmark does for its node of processes.
+package images
 
 import (
 	"context"
@@ -50,29 +54,31 @@ func imageArchives(dir string) ([]string, error) {
 	return out, nil
 }
 
-// importImages imports every archive of dir into containerd's CRI
-// namespace through its socket, unpacks each image for the CRI's
-// snapshotter and pins it; the first archive that fails is the error,
-// naming it.
-func importImages(ctx context.Context, socket, dir, snapshotter string, log logr.Logger) error {
+// Import imports every archive of dir into containerd's CRI namespace
+// through its socket, unpacks each image for the CRI's snapshotter and
+// pins it, and returns the images' names; the first archive that fails is
+// the error, naming it. No archive (or no dir) imports nothing.
+func Import(ctx context.Context, socket, dir, snapshotter string, log logr.Logger) ([]string, error) {
 	files, err := imageArchives(dir)
 	if err != nil || len(files) == 0 {
-		return err
+		return nil, err
 	}
 	client, err := containerd.New(socket, containerd.WithDefaultNamespace(criNamespace))
 	if err != nil {
-		return fmt.Errorf("images: %w", err)
+		return nil, fmt.Errorf("images: %w", err)
 	}
 	defer client.Close()
 	ctx = namespaces.WithNamespace(ctx, criNamespace)
+	var all []string
 	for _, f := range files {
 		names, err := importArchive(ctx, client, f, snapshotter)
 		if err != nil {
-			return fmt.Errorf("images: %s: %w", f, err)
+			return all, fmt.Errorf("images: %s: %w", f, err)
 		}
 		log.Info("Imported images", "archive", f, "images", names)
+		all = append(all, names...)
 	}
-	return nil
+	return all, nil
 }
 
 func importArchive(ctx context.Context, client *containerd.Client, file, snapshotter string) ([]string, error) {
