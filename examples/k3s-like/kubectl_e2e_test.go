@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -212,4 +213,45 @@ func TestKubectlWithoutServer(t *testing.T) {
 	assert.Contains(t, stderr, "nope")
 	_, err := os.Stat(filepath.Join(home, ".k3s-like"))
 	assert.True(t, os.IsNotExist(err), "kubectl creates no data dir")
+}
+
+// TestKubectlTranslations: kubectl, called so or as `k3s-like kubectl`,
+// speaks the language of $LANG; the processes containerd starts from the
+// same binary (a CNI plugin here) do not load kubectl's catalogs at init.
+func TestKubectlTranslations(t *testing.T) {
+	home := t.TempDir()
+	const german = "Zeige eine oder mehrere Resourcen" // de_DE's "Display one or many resources", get's summary
+	link := filepath.Join(home, "kubectl")
+	require.NoError(t, os.Symlink(binary, link))
+	for _, args := range [][]string{{binary, "kubectl", "--help"}, {link, "--help"}} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = environ(home, "LANG=de_DE.UTF-8", "LC_ALL=", "LC_MESSAGES=")
+		stdout, stderr, code := execute(t, cmd)
+		assert.Equal(t, 0, code, "%q: %s", args, stderr)
+		assert.Contains(t, stdout, german, "%q", args)
+	}
+
+	plugin := filepath.Join(home, "loopback")
+	require.NoError(t, os.Symlink(binary, plugin))
+	cmd := exec.Command(plugin)
+	cmd.Env = environ(home, "LANG=de_DE.UTF-8", "CNI_COMMAND=VERSION", "GODEBUG=inittrace=1")
+	stdout, stderr, code := execute(t, cmd)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "supportedVersions")
+	// "init k8s.io/kubectl/pkg/cmd/options @51 ms, 0.005 ms clock, 168 bytes, 4 allocs":
+	// the first i18n.T of kubectl's packages; loading the catalogs there
+	// allocated 4.4 MB.
+	var line string
+	for l := range strings.Lines(stderr) {
+		if strings.HasPrefix(l, "init k8s.io/kubectl/pkg/cmd/options ") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	require.NotEmpty(t, line, "GODEBUG=inittrace=1 names the init of k8s.io/kubectl/pkg/cmd/options")
+	fields := strings.Fields(line)
+	i := slices.Index(fields, "bytes,")
+	require.Positive(t, i, line)
+	allocated, err := strconv.Atoi(fields[i-1])
+	require.NoError(t, err, line)
+	assert.Less(t, allocated, 100_000, "a CNI plugin loaded kubectl's catalogs at init: %s", line)
 }

@@ -12,6 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/logs"
+
+	// Before any package that calls kubectl's i18n.T at init: kubectl's
+	// catalogs load only in a process that runs kubectl.
+	_ "github.com/kubeharness/kubeharness/examples/k3s-like/internal/kubectli18n"
 )
 
 func main() {
