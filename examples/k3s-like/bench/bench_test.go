@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseScales(t *testing.T) {
@@ -158,4 +161,17 @@ func TestReportAndCharts(t *testing.T) {
 	if strings.Contains(withProf, "3600") || strings.Contains(withProf, "| 3 |") {
 		t.Error("the profiled run is in A's figures or the pairs")
 	}
+}
+
+func TestAEnv(t *testing.T) {
+	var c config
+	require.NoError(t, c.aEnv.Set("GOGC=70"))
+	require.NoError(t, c.aEnv.Set("GOMEMLIMIT=1GiB"))
+	for _, bad := range []string{"GOGC", "=70", ""} {
+		assert.Error(t, c.aEnv.Set(bad), "%q", bad)
+	}
+	assert.Equal(t, "GOGC=70 GOMEMLIMIT=1GiB", c.aEnv.String())
+	a, b := c.envA(), c.env()
+	assert.Equal(t, []string{"GOGC=70", "GOMEMLIMIT=1GiB"}, a[len(a)-2:], "A gets them last (they win)")
+	assert.NotContains(t, b, "GOGC=70", "B does not")
 }

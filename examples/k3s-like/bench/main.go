@@ -57,6 +57,7 @@ type config struct {
 	profiles                                 string // keep the heap profiles here
 	cpuSplit                                 bool   // a profiled A run per scale, for A's CPU by component
 	gctrace                                  bool   // GODEBUG=gctrace=1 in every process of A and B
+	aEnv                                     envList // -a-env: more environment for A's process only
 
 	node nodeFlags // -node: the node benchmark instead (node.go)
 }
@@ -75,6 +76,7 @@ func main() {
 	flag.BoolVar(&c.cpuSplit, "cpu-split", true, "after each scale's pairs, one more A run under the CPU profiler, for A's CPU by component (not in the A/B figures)")
 	flag.BoolVar(&c.gctrace, "gctrace", false, "run every process of A and B with GODEBUG=gctrace=1 (with -profiles, their logs are kept there)")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
+	flag.Var(&c.aEnv, "a-env", "NAME=VALUE added to A's environment only (repeatable; e.g. GOGC=70, a distro's documented option, README \"Memory\"): named in the report, B keeps Go's defaults")
 	features := flag.String("features", "", "run the feature discovery benchmark instead, at these node counts (comma-separated, e.g. 500,5000)")
 	flag.StringVar(&c.featuresOut, "features-out", "bench/FEATURES.md", "the feature discovery benchmark's report")
 	addNodeFlags(&c.node)
@@ -136,6 +138,22 @@ func (c config) env() []string {
 		env = append(env, "GODEBUG=gctrace=1")
 	}
 	return env
+}
+
+// envA is A's environment: env and -a-env's.
+func (c config) envA() []string { return append(c.env(), c.aEnv...) }
+
+// envList is a repeatable NAME=VALUE flag.
+type envList []string
+
+func (l *envList) String() string { return strings.Join(*l, " ") }
+
+func (l *envList) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", v)
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 // run measures every scale's pairs, then writes the charts and the report.
@@ -289,7 +307,7 @@ func measure(c config, kind string, s scale, profile bool) (result, error) {
 	switch kind {
 	case "A":
 		cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
-		cmd.Env = c.env()
+		cmd.Env = c.envA()
 		cmd.Stdout, cmd.Stderr = logs.for_("k3s-like"), logs.for_("k3s-like")
 		if err := cmd.Start(); err != nil {
 			return r, err
