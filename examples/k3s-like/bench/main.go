@@ -54,9 +54,9 @@ type config struct {
 	extra                                    string // appended verbatim to the report (go test -bench results)
 	featureScales                            []int  // -features: the features benchmark instead, at these node counts
 	featuresOut                              string
-	profiles                                 string // keep the heap profiles here
-	cpuSplit                                 bool   // a profiled A run per scale, for A's CPU by component
-	gctrace                                  bool   // GODEBUG=gctrace=1 in every process of A and B
+	profiles                                 string  // keep the heap profiles here
+	cpuSplit                                 bool    // a profiled A run per scale, for A's CPU by component
+	gctrace                                  bool    // GODEBUG=gctrace=1 in every process of A and B
 	aEnv                                     envList // -a-env: more environment for A's process only
 
 	node nodeFlags // -node: the node benchmark instead (node.go)
