@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -160,94 +161,79 @@ func (r *Runtime) Run(ctx context.Context) error {
 		<-exited
 	}
 	r.closeConn()
-	// What containerd started in its process group and left running (a
-	// CNI plugin still at work): the shims have groups of their own.
-	if n := killGroup(cmd.Process.Pid); n > 0 {
-		klog.FromContext(ctx).Info("Killed what the runtime left in its process group", "processes", n)
-	}
-	if n := killShims(r.cfg.Socket); n > 0 {
-		klog.FromContext(ctx).Info("Killed the runtime's leftover shims and their containers", "processes", n)
-	}
-	if r.cfg.BinDir != "" {
-		if n := killMatching(func(cmdline string) bool { return strings.HasPrefix(cmdline, filepath.Clean(r.cfg.BinDir)+"/") }); n > 0 {
-			klog.FromContext(ctx).Info("Killed the runtime's leftover plugins", "processes", n)
-		}
+	start := time.Now()
+	l := killLeftovers(cmd.Process.Pid, r.cfg.Socket, r.cfg.BinDir, r.stopGrace()/2)
+	if l.group+l.shims+l.plugins > 0 {
+		klog.FromContext(ctx).Info("Killed what the runtime left", "inItsProcessGroup", l.group, "shimsAndContainers", l.shims, "plugins", l.plugins, "took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
-// killShims kills, with SIGKILL, every process whose command line has
-// "-address socket" (the runtime's shims: containerd-shim-runc-v2 …
-// -address socket, whatever their argv[0]),
-// with all their descendants (the containers' processes), children first,
-// waits (killWait at most) until each is gone or a zombie, and returns how
-// many it killed. Shims outlive containerd by design; a sandbox the
-// kubelet created after Stop's sweep, or one Stop's sweep could not remove
-// in time, would otherwise leave its containers running after the node
-// stopped.
-func killShims(socket string) int {
-	return killMatching(func(cmdline string) bool { return strings.Contains(cmdline, "-address "+socket+" ") })
-}
+// leftovers counts what killLeftovers killed, by kind.
+type leftovers struct{ group, shims, plugins int }
 
-// killMatching kills, as killShims does, every process whose command line
-// (its arguments joined by spaces) match accepts, with its descendants.
-func killMatching(match func(cmdline string) bool) int {
+// killLeftovers kills, with SIGKILL, what the runtime leaves once its child
+// exited: the processes of the child's process group pgid (a CNI plugin
+// still at work; none if pgid is 0), its shims (every process whose command
+// line has "-address socket ": containerd-shim-runc-v2 … -address socket,
+// whatever their argv[0]) and the plugins run from binDir (none if it is
+// ""), each with all its descendants (the shims' containers); then it
+// waits, wait at most in all, until each is gone or a zombie. Shims
+// outlive containerd by design; a sandbox the kubelet created after Stop's
+// sweep, or one Stop's sweep could not remove in time, would otherwise
+// leave its containers running after the node stopped.
+func killLeftovers(pgid int, socket, binDir string, wait time.Duration) leftovers {
+	var l leftovers
+	if pgid > 0 {
+		defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }() // one that started since /proc was read
+	}
 	procs, err := readProcs()
 	if err != nil {
-		return 0
+		return l
 	}
+	self := os.Getpid()
+	seen := map[int]bool{self: true}
 	var kill []int
-	var add func(pid int)
-	add = func(pid int) {
-		for _, child := range procs.children[pid] {
-			add(child)
+	var add func(pid int) int
+	add = func(pid int) int {
+		if seen[pid] || !alive(pid) {
+			return 0
 		}
-		kill = append(kill, pid)
+		seen[pid] = true
+		n := 1
+		for _, child := range procs.children[pid] {
+			n += add(child)
+		}
+		kill = append(kill, pid) // children first
+		return n
 	}
+	plugins := filepath.Clean(binDir) + "/"
 	for pid, cmdline := range procs.cmdline {
-		if pid != os.Getpid() && match(cmdline) {
-			add(pid)
+		switch {
+		case pgid > 0 && procs.pgrp[pid] == pgid:
+			l.group += add(pid)
+		case socket != "" && strings.Contains(cmdline, "-address "+socket+" "):
+			l.shims += add(pid)
+		case binDir != "" && strings.HasPrefix(cmdline, plugins):
+			l.plugins += add(pid)
 		}
 	}
 	for _, pid := range kill {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	awaitDeath(kill)
-	return len(kill)
+	awaitDeath(kill, wait)
+	return l
 }
 
-// killGroup kills, with SIGKILL, every process of process group pgid and
-// waits (killWait at most) until each is gone or a zombie; it returns how
-// many it killed.
-func killGroup(pgid int) int {
-	procs, err := readProcs()
-	if err != nil {
-		return 0
-	}
-	var kill []int
-	for pid, pg := range procs.pgrp {
-		if pg == pgid && pid != os.Getpid() && alive(pid) {
-			kill = append(kill, pid)
-		}
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	awaitDeath(kill)
-	return len(kill)
-}
-
-// awaitDeath waits, killWait at most, until none of pids is alive.
-func awaitDeath(pids []int) {
-	deadline := time.Now().Add(killWait)
+// awaitDeath waits, wait at most, until none of pids is alive.
+func awaitDeath(pids []int, wait time.Duration) {
+	deadline := time.Now().Add(wait)
 	for _, pid := range pids {
 		for alive(pid) && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 }
-
-// killWait bounds how long killShims and killGroup wait for what they
-// killed to die.
-const killWait = 5 * time.Second
 
 // alive reports whether pid is a process that is not a zombie.
 func alive(pid int) bool {
@@ -353,9 +339,12 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	if err := RemoveAllSandboxes(ctx, runtimeapi.NewRuntimeServiceClient(conn), logger); err != nil {
-		// What is left is killed by Run once the child exited (killShims):
-		// the stop is complete either way.
+	start := time.Now()
+	removed, err := sandboxes.RemoveAll(ctx, runtimeapi.NewRuntimeServiceClient(conn), logger)
+	logger.Info("Removed the pod sandboxes", "removed", removed, "took", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		// What is left is killed by Run once the child exited
+		// (killLeftovers): the stop is complete either way.
 		logger.Error(err, "Removing the pod sandboxes at the stop; their shims and containers are killed after containerd")
 	}
 	return nil
@@ -368,33 +357,6 @@ func (r *Runtime) closeConn() {
 		_ = r.conn.Close()
 		r.conn = nil
 	}
-}
-
-// RemoveAllSandboxes stops and removes every pod sandbox the CRI lists, in
-// parallel, and returns the errors joined.
-func RemoveAllSandboxes(ctx context.Context, client runtimeapi.RuntimeServiceClient, logger klog.Logger) error {
-	resp, err := client.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return fmt.Errorf("%s: listing pod sandboxes: %w", RuntimeName, err)
-	}
-	errs := make([]error, len(resp.Items))
-	var wg sync.WaitGroup
-	for i, sb := range resp.Items {
-		wg.Go(func() {
-			name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
-			if _, err := client.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-				errs[i] = fmt.Errorf("stopping pod sandbox %s: %w", name, err)
-				return
-			}
-			if _, err := client.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-				errs[i] = fmt.Errorf("removing pod sandbox %s: %w", name, err)
-				return
-			}
-			logger.V(2).Info("Removed pod sandbox", "pod", name)
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -16,7 +16,8 @@ import (
 
 // TestKillShims: a process whose command line has "-address SOCKET" (a
 // shim, re-executed under the binary's own name) is killed with its
-// descendants (its containers); another is not.
+// descendants (its containers), and one run from the plugins' directory
+// too; another is not.
 func TestKillShims(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "containerd.sock")
 	pidFile := filepath.Join(t.TempDir(), "container.pid")
@@ -29,6 +30,11 @@ func TestKillShims(t *testing.T) {
 	other := exec.Command("sleep", "302")
 	require.NoError(t, other.Start())
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	bin := t.TempDir()
+	plugin := exec.Command("bash", "-c", `exec -a "`+bin+`/bridge" sleep 303`)
+	require.NoError(t, plugin.Start())
+	pluginDone := make(chan struct{})
+	go func() { _ = plugin.Wait(); close(pluginDone) }()
 
 	var container int
 	require.Eventually(t, func() bool {
@@ -40,13 +46,16 @@ func TestKillShims(t *testing.T) {
 		// Once bash has exec'd (its own command line names the socket
 		// too, and a process's command line reads empty during its exec).
 		cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(shim.Process.Pid) + "/cmdline")
-		return err == nil && strings.HasPrefix(string(cmd), "/usr/local/bin/k3s-like -namespace")
+		pcmd, _ := os.ReadFile("/proc/" + strconv.Itoa(plugin.Process.Pid) + "/cmdline")
+		return err == nil && strings.HasPrefix(string(cmd), "/usr/local/bin/k3s-like -namespace") && strings.HasPrefix(string(pcmd), bin+"/bridge")
 	}, 10*time.Second, 10*time.Millisecond)
 
-	assert.Equal(t, 2, killShims(sock), "the shim and its container")
-	// Dead when killShims returns: no waiting here.
-	assert.False(t, alive(container), "the container process was killed before killShims returned")
-	assert.False(t, alive(shim.Process.Pid), "the shim was killed before killShims returned")
+	assert.Equal(t, leftovers{shims: 2, plugins: 1}, killLeftovers(0, sock, bin, 5*time.Second), "the shim and its container, the plugin")
+	// Dead when killLeftovers returns: no waiting here.
+	assert.False(t, alive(container), "the container process was killed before killLeftovers returned")
+	assert.False(t, alive(shim.Process.Pid), "the shim was killed before killLeftovers returned")
+	assert.False(t, alive(plugin.Process.Pid), "the plugin was killed before killLeftovers returned")
+	<-pluginDone
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -54,10 +63,10 @@ func TestKillShims(t *testing.T) {
 	}
 	_, err := os.Stat("/proc/" + strconv.Itoa(other.Process.Pid))
 	assert.NoError(t, err, "a process not naming the socket is left alone")
-	assert.Equal(t, 0, killShims(sock), "nothing left")
+	assert.Equal(t, leftovers{}, killLeftovers(0, sock, bin, 5*time.Second), "nothing left")
 }
 
-// TestKillGroup: every process of the group is dead when killGroup
+// TestKillGroup: every process of the group is dead when killLeftovers
 // returns (a CNI plugin containerd left running); another is not touched.
 func TestKillGroup(t *testing.T) {
 	leader := exec.Command("sh", "-c", "sleep 310 & sleep 311 & wait")
@@ -80,11 +89,11 @@ func TestKillGroup(t *testing.T) {
 		}
 		return len(members) == 3
 	}, 10*time.Second, 10*time.Millisecond, "sh and its two sleeps")
-	assert.Equal(t, 3, killGroup(leader.Process.Pid))
+	assert.Equal(t, leftovers{group: 3}, killLeftovers(leader.Process.Pid, "", "", 5*time.Second))
 	for _, pid := range members {
 		assert.False(t, alive(pid), "process %d of the group", pid)
 	}
 	assert.True(t, alive(other.Process.Pid), "a process of another group is left alone")
 	<-done
-	assert.Equal(t, 0, killGroup(leader.Process.Pid), "nothing left")
+	assert.Equal(t, leftovers{}, killLeftovers(leader.Process.Pid, "", "", 5*time.Second), "nothing left")
 }

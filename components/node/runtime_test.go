@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
@@ -46,7 +47,7 @@ func fakeChild(mode string) int {
 		fmt.Println("boom: bad config")
 		return 3
 	case "shim":
-		time.Sleep(time.Hour) // killed by Run's killShims
+		time.Sleep(time.Hour) // killed by Run (killLeftovers)
 		return 0
 	case "cri", "cri-ignore-term", "cri-fail-remove", "cri-with-shim":
 		if pidFile := os.Getenv("FAKE_PID_FILE"); pidFile != "" {
@@ -286,7 +287,7 @@ func alive(pid int) bool {
 }
 
 // TestRuntimeStopWithSandboxesLeft: sandboxes the CRI fails to remove are
-// RemoveAllSandboxes's error, naming each; Stop logs it and returns nil
+// sandboxes.RemoveAll's error, naming each; Stop logs it and returns nil
 // (Run kills what is left after containerd); Run still stops the child.
 func TestRuntimeStopWithSandboxesLeft(t *testing.T) {
 	r := runtimeFor(t, "cri-fail-remove", &syncBuffer{}, nil)
@@ -304,7 +305,8 @@ func TestRuntimeStopWithSandboxesLeft(t *testing.T) {
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
-	err = node.RemoveAllSandboxes(t.Context(), runtimeapi.NewRuntimeServiceClient(conn), klog.Background())
+	removed, err := sandboxes.RemoveAll(t.Context(), runtimeapi.NewRuntimeServiceClient(conn), klog.Background())
+	assert.Equal(t, 0, removed)
 	assert.ErrorContains(t, err, "removing pod sandbox default/pod-a: rpc error: code = Unknown desc = sandbox a is busy")
 	assert.ErrorContains(t, err, "removing pod sandbox default/pod-b")
 }

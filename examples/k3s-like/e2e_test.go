@@ -166,17 +166,24 @@ func (s *server) start(extra ...string) {
 			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
 			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", testenv.Tail(out, 60))
 		}
-		// $K3S_LIKE_LOGS: a directory where every server's whole log is
-		// kept, passed or failed (to compare the two).
-		if dir := os.Getenv("K3S_LIKE_LOGS"); dir != "" {
-			name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(s.t.Name())+"-"+strconv.Itoa(s.cmd.Process.Pid)+".log")
-			if err := os.WriteFile(name, []byte(out), 0o644); err != nil {
-				s.t.Logf("k3s-like stderr not kept: %v", err)
-			} else if s.t.Failed() {
-				s.t.Logf("k3s-like stderr kept in %s", name)
-			}
-		}
+		keepLog(s.t, s.cmd.Process.Pid, out)
 	})
+}
+
+// keepLog writes a server's whole log (pid's) to $K3S_LIKE_LOGS, a
+// directory where every server's log is kept, passed or failed (to
+// compare the two), if it is set.
+func keepLog(t *testing.T, pid int, log string) {
+	dir := os.Getenv("K3S_LIKE_LOGS")
+	if dir == "" {
+		return
+	}
+	name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(t.Name())+"-"+strconv.Itoa(pid)+".log")
+	if err := os.WriteFile(name, []byte(log), 0o644); err != nil {
+		t.Logf("k3s-like log not kept: %v", err)
+	} else if t.Failed() {
+		t.Logf("k3s-like log kept in %s", name)
+	}
 }
 
 // lifecycleLines returns the lines of a k3s-like log that say what the

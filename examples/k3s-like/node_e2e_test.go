@@ -227,6 +227,7 @@ func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServ
 			t.Logf("k3s-like %s harness lines:\n%s", args[7], lifecycleLines(s.log.String()))
 			t.Logf("k3s-like %s log (last 80 lines):\n%s", args[7], testenv.Tail(s.log.String(), 80))
 		}
+		keepLog(t, s.pid, s.log.String())
 	})
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))

@@ -48,8 +48,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	watchtools "k8s.io/client-go/tools/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
@@ -1107,7 +1109,7 @@ func readProcTable() map[int]procInfo {
 }
 
 // shimPIDs are the shims of the containerd on socket: their command line
-// has "-address SOCKET" (components/node's killShims matches the same).
+// has "-address SOCKET" (components/node's killLeftovers matches the same).
 func shimPIDs(t map[int]procInfo, socket string) []int {
 	var out []int
 	for pid, p := range t {
@@ -1356,40 +1358,16 @@ func killGroupOf(pgid int) int {
 	return n
 }
 
-// removeSandboxes stops and removes every pod sandbox through the CRI,
-// in parallel, as A's runtime does at its stop (node.RemoveAllSandboxes,
-// not imported: package node brings in the whole kubelet), and returns
-// how many it removed.
+// removeSandboxes stops and removes every pod sandbox through the CRI as
+// A's runtime does at its stop (package sandboxes), and returns how many
+// it removed.
 func removeSandboxes(ctx context.Context, socket string) (int, error) {
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close()
-	cri := runtimeapi.NewRuntimeServiceClient(conn)
-	list, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return 0, err
-	}
-	errs := make([]error, len(list.Items))
-	var wg sync.WaitGroup
-	for i, sb := range list.Items {
-		wg.Go(func() {
-			if _, err := cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
-				errs[i] = err
-				return
-			}
-			_, errs[i] = cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
-		})
-	}
-	wg.Wait()
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n, errors.Join(errs...)
+	return sandboxes.RemoveAll(ctx, runtimeapi.NewRuntimeServiceClient(conn), klog.Background())
 }
 
 // cgroupHierarchies are the mounted cgroup hierarchies' directories.
