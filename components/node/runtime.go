@@ -36,9 +36,11 @@ const RuntimeName = names.Containerd
 // parent's death); its exit before the stop is Run's *RuntimeExitError,
 // with the end of its output. Ready waits until its CRI socket answers
 // Version, then runs BeforeReady (image import). At the stop it removes
-// every pod sandbox through the CRI (the containers, their network and
-// mounts), then stops the child (SIGTERM, SIGKILL after half the stop
-// deadline). Create it with NewRuntime; a value runs once.
+// the pod sandboxes through the CRI (the containers, their network and
+// mounts) as far as Stop's share of the deadline allows, then stops the
+// child (SIGTERM, SIGKILL after StopGrace) and kills what is left (shims,
+// containers, plugins), waiting StopGrace/2 at most for them to die.
+// Create it with NewRuntime; a value runs once.
 type Runtime struct {
 	cfg   RuntimeConfig
 	ready chan struct{}
@@ -62,9 +64,10 @@ type RuntimeConfig struct {
 	// (the images of the data dir imported, say); its error fails Ready.
 	BeforeReady func(ctx context.Context) error
 	// StopGrace is how long the child has after SIGTERM before it is
-	// killed, with its process group (0: 10 s). Run's stop must fit in
-	// what the harness's StopTimeout leaves after Stop (which may take half
-	// of it): keep StopGrace well under that half.
+	// killed, with its process group (0: 10 s); what it leaves is then
+	// given StopGrace/2 to die. Run's stop, about 1.5×StopGrace, must fit
+	// in what the harness's StopTimeout leaves after Stop (which may take
+	// half of it): keep StopGrace at most a quarter of StopTimeout.
 	StopGrace time.Duration
 	// BinDir, if set, is where the runtime's plugins run from (the CNI
 	// plugins): at the stop, every process run from it is killed too.
