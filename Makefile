@@ -105,7 +105,7 @@ rehearsal:
 		echo "== rehearsal: k3s-like $$m -> $(K8S_DEFAULT_MINOR) emulating $$m -> $$m -> $(K8S_DEFAULT_MINOR)"; \
 		(cd examples/k3s-like && K3S_LIKE_BINARY=$(CURDIR)/bin/k3s-like K3S_LIKE_OLD=$(CURDIR)/bin/k3s-like-$$m \
 			K3S_LIKE_NEW=$(CURDIR)/bin/k3s-like-$(K8S_DEFAULT_MINOR) $(GO) test -count=1 -timeout 10m \
-			-run '^TestUpgradeRehearsal$$' -v . | grep -E '^(ok|FAIL|--- |    rehearsal_e2e_test.go)'; exit $${PIPESTATUS[0]}) || exit 1; \
+			-run '^TestUpgradeRehearsal$$' -v . | grep -E '^(ok|FAIL|--- |    [a-z0-9_]+_test\.go:)|^\s+(Error Trace|Error|Messages):'; exit $${PIPESTATUS[0]}) || exit 1; \
 	done
 
 # A throwaway module outside the repository requires the core module (a
