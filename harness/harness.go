@@ -78,11 +78,10 @@ type Harness struct {
 	Recover func(component string, err error) bool
 
 	mu         sync.Mutex
-	changed    chan struct{} // closed and replaced on every state or phase change
+	changed    chan struct{} // closed and replaced at every change (await)
 	slots      []*slot
-	cur        *run // the run in progress, for Restart
-	running    bool
-	phase      Phase
+	phase      Phase // "" until Run or DryRun began; the one record of it
+	cur        *run  // the run, from PhaseValidate until PhaseDone
 	phaseStart time.Time
 	timings    []PhaseTiming
 	plan       *scoping.Plan
@@ -101,7 +100,7 @@ type BarrierHook func(plan *scoping.Plan) error
 func (h *Harness) Add(c Component, args []string, dependsOn ...string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.running || h.phase == PhaseDone {
+	if h.phase != "" {
 		return errors.New("harness: Add after Run")
 	}
 	h.slots = append(h.slots, newSlot(c, slices.Clone(args), slices.Clone(dependsOn)))
@@ -115,8 +114,7 @@ type run struct {
 	ctx      context.Context // the caller's
 	runCtx   context.Context // cancelled by the caller or by the first failure
 	fail     context.CancelCauseFunc
-	stopping chan struct{} // closed once the stop phase began
-	order    []*slot       // dependency order
+	order    []*slot // dependency order
 	barrier  *scoping.Barrier
 	plan     *scoping.Plan // once the barrier reconciled
 	restarts chan struct{} // holds a token while a Restart runs
@@ -141,19 +139,20 @@ func (h *Harness) Run(ctx context.Context) error {
 	defer r.fail(nil)
 	var supervisors sync.WaitGroup
 	if r.prepare(step{PhaseValidate, r.validate}, step{PhaseParse, r.parse}, step{PhaseBarrier, r.applyBarrier}) {
-		r.start()
+		r.enter(PhaseStart)
 		for _, s := range r.order {
+			r.move(s, WaitingForDependencies)
 			supervisors.Go(func() { r.supervise(s) })
 		}
+		if h.await(r.runCtx, h.everyReadyOnce) {
+			r.enter(PhaseRun)
+		}
 	}
-	r.wait()
+	<-r.runCtx.Done() // the caller cancelled, or a component failed
 	r.enter(PhaseStop)
-	close(r.stopping)
 	supervisors.Wait()
 	for _, s := range h.slots {
-		if st := r.h.stateOf(s); st != Failed && st != Stopped {
-			r.setState(s, Stopped, nil) // never started
-		}
+		r.move(s, Stopped) // those that never ran; a failed one stays Failed
 	}
 	r.end()
 	r.log.Info("Harness done", "errors", len(r.errs))
@@ -187,14 +186,17 @@ type step struct {
 	do    func() error
 }
 
-// prepare runs the steps in order and reports whether all of them passed
-// and the run goes on: a failure is recorded and cancels the run.
+// prepare runs the steps in order, each in its phase (begin entered the
+// first's), and reports whether all of them passed and the run goes on: a
+// failure is recorded and cancels the run.
 func (r *run) prepare(steps ...step) bool {
-	for _, p := range steps {
+	for i, p := range steps {
 		if r.runCtx.Err() != nil {
 			return false
 		}
-		r.enter(p.phase)
+		if i > 0 {
+			r.enter(p.phase)
+		}
 		if err := p.do(); err != nil {
 			r.failWith(err)
 			return false
@@ -203,64 +205,54 @@ func (r *run) prepare(steps ...step) bool {
 	return r.runCtx.Err() == nil
 }
 
-// begin marks the harness as running — once: a harness runs or dry-runs
-// one time — and returns the state of this run, its logger defaulted.
+// begin enters PhaseValidate — once: a harness runs or dry-runs one time —
+// and returns the state of this run, its logger defaulted.
 func (h *Harness) begin(ctx context.Context, what string) (*run, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.running || h.phase != "" {
-		return nil, fmt.Errorf("harness: %s after Run or DryRun: a harness runs once", what)
-	}
-	h.running = true
 	log := h.Logger
 	if log.GetSink() == nil {
 		log = klog.Background()
 	}
-	r := &run{h: h, log: log, ctx: ctx, stopping: make(chan struct{}), restarts: make(chan struct{}, 1)}
+	r := &run{h: h, log: log, ctx: ctx, restarts: make(chan struct{}, 1)}
+	h.mu.Lock()
+	if h.phase != "" {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("harness: %s after Run or DryRun: a harness runs once", what)
+	}
 	r.runCtx, r.fail = context.WithCancelCause(ctx)
 	h.cur = r
+	logged := r.enterLocked(PhaseValidate)
+	h.mu.Unlock()
+	logged()
 	return r, nil
 }
 
-// start enters PhaseStart: every component waits for its dependencies —
-// and PhaseRun at once if there is none.
-func (r *run) start() {
-	r.enter(PhaseStart)
-	for _, s := range r.order {
-		r.setState(s, WaitingForDependencies, nil)
-	}
-	if len(r.order) == 0 {
-		r.enter(PhaseRun)
-	}
-}
-
-// wait blocks until the caller cancels or a component fails.
-func (r *run) wait() { <-r.runCtx.Done() }
-
-// enter moves Run to phase p, ending the current phase's timing.
+// enter moves Run to phase p.
 func (r *run) enter(p Phase) {
 	r.h.mu.Lock()
-	r.h.enterLocked(p)
+	logged := r.enterLocked(p)
 	r.h.mu.Unlock()
-	r.log.Info("Harness phase", "phase", p)
+	logged()
 }
 
-func (h *Harness) enterLocked(p Phase) {
-	now := time.Now()
+// enterLocked moves Run to phase p, ending the current phase's timing, and
+// returns what logs it, to call once h.mu (held) is released. Every phase
+// change is made here, by Run's (or DryRun's) goroutine, in order;
+// PhaseDone lets go of the run.
+func (r *run) enterLocked(p Phase) (log func()) {
+	h, now := r.h, time.Now()
 	if h.phase != "" {
 		h.timings = append(h.timings, PhaseTiming{Phase: h.phase, Start: h.phaseStart, Duration: now.Sub(h.phaseStart)})
 	}
 	h.phase, h.phaseStart = p, now
+	if p == PhaseDone {
+		h.cur = nil
+	}
 	h.notifyLocked()
+	return func() { r.log.Info("Harness phase", "phase", p) }
 }
 
 // end moves the run to PhaseDone: the harness runs no more.
-func (r *run) end() {
-	r.h.mu.Lock()
-	r.h.enterLocked(PhaseDone)
-	r.h.running, r.h.cur = false, nil
-	r.h.mu.Unlock()
-}
+func (r *run) end() { r.enter(PhaseDone) }
 
 // failWith records a failure and cancels the run; the first one is the cause.
 func (r *run) failWith(err error) {
@@ -359,17 +351,14 @@ func (r *run) parse() error {
 	var wg sync.WaitGroup
 	for i, s := range r.order {
 		wg.Go(func() {
-			r.setState(s, Parsing, nil)
+			r.move(s, Parsing)
 			if err := r.parseInstance(s.inst); err != nil {
 				errs[i] = &ComponentError{Component: s.name, Phase: PhaseParse, Err: err}
-				r.setState(s, Failed, err)
+				r.change(s, func() { s.failure = err })
 				return
 			}
 			flags := effectiveFlags(s.inst.scope)
-			r.h.mu.Lock()
-			s.flags = flags
-			r.h.mu.Unlock()
-			r.setState(s, Parsed, nil)
+			r.change(s, func() { s.stage, s.inst.flags = Parsed, flags })
 		})
 	}
 	wg.Wait()
@@ -446,10 +435,14 @@ func (r *run) componentContext(ctx context.Context, name string) context.Context
 // context returns well within it.
 const AbandonGrace = time.Second
 
-// call runs f in a goroutine of its own; its result arrives on the channel.
-func call(f func() error) <-chan error {
+// call runs f in a goroutine of its own; its result arrives on the
+// channel, and then the waiters are woken (await).
+func (r *run) call(f func() error) <-chan error {
 	errc := make(chan error, 1)
-	go func() { errc <- safely(f) }()
+	go func() {
+		errc <- safely(f)
+		r.h.notify()
+	}()
 	return errc
 }
 

@@ -242,7 +242,7 @@ func TestProfileLabels(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{a: 1}, labelsOf(groups, "harness_test.burnFromRun"), "the goroutine burning CPU for alpha")
 	assert.Equal(t, map[string]int{"": 1}, labelsOf(groups, "harness_test.TestProfileLabels"), "the test's own goroutine")
-	assert.Equal(t, map[string]int{"": 1}, labelsOf(groups, "harness.(*run).wait"), "the goroutine of Harness.Run")
+	assert.Equal(t, map[string]int{"": 1}, labelsOf(groups, "harness.(*Harness).Run"), "the goroutine of Harness.Run")
 	assertNoStrayLabels(t, groups)
 	alpha.mu.Lock()
 	assert.Equal(t, alpha.name, alpha.runLabel, "the label is on Run's context too")

@@ -38,7 +38,7 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 	h.mu.Lock()
 	r, phase := h.cur, h.phase
 	h.mu.Unlock()
-	if r == nil || phase != PhaseRun {
+	if phase != PhaseRun {
 		return fmt.Errorf("harness: cannot restart %s: the harness is not running (phase %s)", name, phase)
 	}
 	select { // one restart at a time
@@ -70,19 +70,10 @@ func (h *Harness) Restart(ctx context.Context, name string, args []string) error
 	}
 	r.log.Info("Restarting", "component", name, "dependents", len(set)-1)
 	recoveries := r.handover(set, fresh)
-	for {
-		changed := h.changes()
-		if done, err := r.handedOver(set, fresh, recoveries); done {
-			return err
-		}
-		if r.isStopping() {
-			return fmt.Errorf("harness: restart of %s interrupted: the harness is stopping: %w", name, context.Cause(r.runCtx))
-		}
-		select {
-		case <-changed:
-		case <-r.runCtx.Done():
-		}
+	if !h.await(r.runCtx, func() (done bool) { done, err = r.handedOver(set, fresh, recoveries); return done }) {
+		return fmt.Errorf("harness: restart of %s interrupted: the harness is stopping: %w", name, context.Cause(r.runCtx))
 	}
+	return err
 }
 
 // restartable returns a *RestartError if a slot of set (name and its
@@ -133,22 +124,28 @@ func (r *run) renew(set []*slot, args []string) ([]*instance, error) {
 	return fresh, nil
 }
 
-// handover makes fresh the next instances of set's slots and marks the
-// running ones leaving: each supervisor retires its instance (after its
-// dependents') and starts the new one once its dependencies are ready
-// again. It returns each slot's recoveries so far, for handedOver.
+// handover makes fresh the next instances of set's slots and the ones up
+// Stopping: each supervisor retires its instance (after its dependents')
+// and starts the new one once its dependencies are ready again. It returns
+// each slot's recoveries so far, for handedOver.
 func (r *run) handover(set []*slot, fresh []*instance) (recoveries []int) {
+	var logs []func()
 	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
 	for i, s := range set {
-		s.gens++
-		fresh[i].gen = s.gens
-		s.next, s.args, s.flags = fresh[i], fresh[i].args, fresh[i].flags
-		s.restarts++
-		s.leaving = s.leaving || s.up
+		logs = append(logs, r.changeLocked(s, func() {
+			s.restarts++
+			fresh[i].gen = s.restarts
+			s.next = fresh[i]
+			if s.up() {
+				s.stage = Stopping
+			}
+		}))
 		recoveries = append(recoveries, s.recoveries)
 	}
-	r.h.notifyLocked()
+	r.h.mu.Unlock()
+	for _, logged := range logs {
+		logged()
+	}
 	return recoveries
 }
 
@@ -160,13 +157,13 @@ func (r *run) handedOver(set []*slot, fresh []*instance, recoveries []int) (bool
 	defer r.h.mu.Unlock()
 	ready := true
 	for i, s := range set {
-		switch {
-		case s.state == Failed:
-			return true, s.err
+		switch st, err := s.state(); {
+		case st == Failed:
+			return true, err
 		case s.recoveries > recoveries[i]:
 			r.log.Info("Restarted, but a new instance failed before it was ready; Harness.Recover restarts it", "component", set[0].name, "failed", s.name)
 			return true, nil
-		case s.inst.gen < fresh[i].gen || s.state != Ready:
+		case s.inst.gen < fresh[i].gen || st != Ready:
 			ready = false
 		}
 	}

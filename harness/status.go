@@ -73,16 +73,14 @@ func (h *Harness) Status() Status {
 	defer h.mu.Unlock()
 	st := Status{Phase: h.phase, Phases: slices.Clone(h.timings), Plan: h.plan, Conflicts: maps.Clone(h.conflicts)}
 	if st.Phase == "" {
-		st.Phase = PhaseValidate
-		if !h.running {
-			st.Phase = "not-started"
-		}
+		st.Phase = "not-started"
 	}
 	for _, s := range h.slots {
-		cs := ComponentStatus{Name: s.name, State: s.state, Since: s.since, Dependencies: s.deps, Args: s.args,
+		state, err := s.state()
+		cs := ComponentStatus{Name: s.name, State: state, Since: s.since, Dependencies: s.deps, Args: s.newest().args,
 			Restarts: s.restarts, Recoveries: s.recoveries, LastRecovery: s.lastRecov, Abandoned: s.abandoned}
-		if s.err != nil {
-			cs.Error = s.err.Error()
+		if err != nil {
+			cs.Error = err.Error()
 		}
 		st.Components = append(st.Components, cs)
 	}
@@ -214,12 +212,11 @@ func (h *Harness) Handler() http.Handler {
 func (h *Harness) Flags(component string) (flags map[string]string, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.slots {
-		if s.name == component && s.flags != nil {
-			return maps.Clone(s.flags), true
-		}
+	i := slices.IndexFunc(h.slots, func(s *slot) bool { return s.name == component })
+	if i < 0 || h.slots[i].newest().flags == nil {
+		return nil, false
 	}
-	return nil, false
+	return maps.Clone(h.slots[i].newest().flags), true
 }
 
 // effectiveFlags is every flag of a parsed scope, each value redacted where

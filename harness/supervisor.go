@@ -6,55 +6,7 @@ import (
 	"errors"
 	"slices"
 	"time"
-
-	"github.com/kubeharness/kubeharness/scoping"
 )
-
-// slot is one added component for the whole of Run: a stable place whose
-// supervisor owns the current instance and replaces it on a restart or a
-// recovery.
-type slot struct {
-	name       string
-	deps       []string
-	depSlots   []*slot // set by validate
-	dependents []*slot // the slots that depend on it directly, set by validate
-
-	// guarded by Harness.mu
-	inst       *instance // the current instance
-	next       *instance // the instance to start once inst retired (a restart)
-	gens       int       // instances made for this slot so far
-	args       []string  // the arguments of the newest instance
-	flags      map[string]string
-	state      State
-	err        error
-	since      time.Time
-	up         bool // inst's Run was called and inst has not retired yet
-	leaving    bool // inst is to retire: its dependents retire first
-	wasReady   bool // an instance was ready once: PhaseRun begins when every slot's was
-	restarts   int
-	recoveries int
-	lastRecov  *Recovery
-	recovering *ComponentError // the failure Recover kept, until a new instance is ready
-	abandoned  string
-}
-
-// instance is one value of a component and its one run.
-type instance struct {
-	c     Component
-	args  []string
-	scope *scoping.Scope
-	gen   int
-	flags map[string]string // the effective flags, once parsed
-	early map[string]bool   // the dependencies it starts early after, once asked
-
-	cancel context.CancelCauseFunc // ends Run's context, once launched
-	done   chan struct{}           // closed when Run returned, once launched
-	err    error                   // Run's result, once done is closed
-}
-
-func newSlot(c Component, args, deps []string) *slot {
-	return &slot{name: c.Name(), deps: deps, args: args, inst: &instance{c: c, args: args}}
-}
 
 // exited reports whether inst's Run returned.
 func (inst *instance) exited() bool {
@@ -92,8 +44,8 @@ func (r *run) supervise(s *slot) {
 		ev, err := r.awaitReady(s, inst)
 		wasReady := ev == evReady
 		if wasReady {
-			r.setState(s, Ready, nil)
-			ev = r.watch(s, inst, nil)
+			r.change(s, func() { s.stage, s.wasReady, s.recovering = Ready, true, nil })
+			ev = r.watch(r.runCtx, s, inst, nil)
 		}
 		switch ev {
 		case evRetire:
@@ -118,39 +70,35 @@ func (r *run) supervise(s *slot) {
 // dependency ready, or up for one that s starts early after — then makes
 // it the current instance and calls its Run. nil: the harness stops first.
 func (r *run) launchWhenAllowed(s *slot) *instance {
-	for {
-		changed := r.h.changes()
-		if r.isStopping() {
-			return nil
-		}
-		if inst := r.claim(s); inst != nil {
-			r.launch(s, inst)
-			return inst
-		}
-		select {
-		case <-changed:
-		case <-r.runCtx.Done():
-		}
+	var inst *instance
+	if !r.h.await(r.runCtx, func() bool { inst = r.claim(s); return inst != nil }) {
+		return nil
 	}
+	r.launch(s, inst)
+	return inst
 }
 
-// claim makes s's next instance current and marks it up, if every
-// dependency allows it to start; else it returns nil.
+// claim makes s's next instance current and s Starting, if the run goes on
+// and every dependency allows it to start; else it returns nil.
 func (r *run) claim(s *slot) *instance {
 	h := r.h
 	h.mu.Lock()
-	inst := cmp.Or(s.next, s.inst)
-	for _, d := range s.depSlots {
-		if !d.up || d.leaving || (d.state != Ready && !inst.startsEarly(d.name)) {
-			h.mu.Unlock()
-			return nil
-		}
+	inst := s.newest()
+	if r.isStopping() || slices.ContainsFunc(s.depSlots, func(d *slot) bool { return !d.allows(inst) }) {
+		h.mu.Unlock()
+		return nil
 	}
-	s.inst, s.next, s.up = inst, nil, true
-	logged := r.setStateLocked(s, Starting, nil)
+	logged := r.changeLocked(s, func() { s.inst, s.next, s.stage = inst, nil, Starting })
 	h.mu.Unlock()
 	logged()
 	return inst
+}
+
+// allows reports whether d, a dependency, lets inst start: d's instance is
+// up and staying, and ready — or inst starts early after d. h.mu is held.
+func (d *slot) allows(inst *instance) bool {
+	st, _ := d.state()
+	return (d.stage == Starting || d.stage == Ready) && (st == Ready || inst.startsEarly(d.name))
 }
 
 // startsEarly asks an EarlyStarter, once per dependency, whether it starts
@@ -177,22 +125,16 @@ func (r *run) launch(s *slot, inst *instance) {
 	var ctx context.Context
 	ctx, inst.cancel = context.WithCancelCause(r.componentContext(context.WithoutCancel(r.ctx), s.name))
 	ctx = context.WithValue(ctx, dependenciesKey{}, func(wctx context.Context) error {
-		for {
-			changed := r.h.changes()
-			if r.h.depsReady(s) {
-				return nil
-			}
-			select {
-			case <-changed:
-			case <-wctx.Done():
-				return context.Cause(wctx)
-			}
+		if r.h.await(wctx, func() bool { return r.h.depsReady(s) }) {
+			return nil
 		}
+		return context.Cause(wctx)
 	})
 	inst.done = make(chan struct{})
 	go func() {
-		defer close(inst.done)
 		inst.err = safely(func() error { return labelled(ctx, s.name, inst.c.Run) })
+		close(inst.done)
+		r.h.notify()
 	}()
 }
 
@@ -210,99 +152,93 @@ func (r *run) interrupted(s *slot, inst *instance) event {
 	return evNone
 }
 
-// watch blocks until until (if not nil) holds — evNone — or the wait is
-// interrupted, and says by what.
-func (r *run) watch(s *slot, inst *instance, until func() bool) event {
-	for {
-		changed := r.h.changes()
-		if ev := r.interrupted(s, inst); ev != evNone {
-			return ev
-		}
-		if until != nil && until() {
-			return evNone
-		}
-		select {
-		case <-changed:
-		case <-inst.done:
-		case <-r.runCtx.Done():
-		}
-	}
+// watch blocks until the wait on s's instance is interrupted, and says by
+// what; or until until (if not nil) holds, or wake ends: evNone. The run's
+// end interrupts it (evStop) when wake carries it.
+func (r *run) watch(wake context.Context, s *slot, inst *instance, until func() bool) event {
+	ev := evNone
+	r.h.await(wake, func() bool {
+		ev = r.interrupted(s, inst)
+		return ev != evNone || until != nil && until()
+	})
+	return ev
 }
 
 // awaitReady waits until every dependency is ready (an EarlyStarter's may
-// not be yet), then for inst's Ready, bounded by ReadyTimeout: evReady, or
-// evFailed with the error, or what interrupted the wait. Ready's context
-// ends when Run returned, the harness stops or the instance is to retire.
+// not be yet), then for inst's Ready: evReady, or evFailed with the error,
+// or what interrupted the wait.
 func (r *run) awaitReady(s *slot, inst *instance) (event, error) {
-	if ev := r.watch(s, inst, func() bool { return r.h.depsReady(s) }); ev != evNone {
+	if ev := r.watch(r.runCtx, s, inst, func() bool { return r.h.depsReady(s) }); ev != evNone {
 		return ev, nil
 	}
-	rd, ok := inst.c.(Readier)
-	if !ok {
-		return evReady, nil
+	if rd, ok := inst.c.(Readier); ok {
+		return r.ready(s, inst, rd)
 	}
+	return evReady, nil
+}
+
+// ready calls inst's Ready, bounded by ReadyTimeout, and waits for it.
+// Ready's context ends when Run returned, the harness stops or the
+// instance is to retire; then, or at the timeout, Ready gets AbandonGrace
+// to return.
+func (r *run) ready(s *slot, inst *instance, rd Readier) (event, error) {
 	timeout := cmp.Or(r.h.ReadyTimeout, DefaultReadyTimeout)
-	ctx, cancel := context.WithCancel(r.componentContext(context.WithoutCancel(r.ctx), s.name))
+	ctx, cancel := context.WithTimeout(r.componentContext(context.WithoutCancel(r.ctx), s.name), timeout)
 	defer cancel()
-	tctx, cancelTimeout := context.WithTimeout(ctx, timeout)
-	defer cancelTimeout()
-	readyc := call(func() error { return labelled(tctx, s.name, rd.Ready) })
-	deadline := func(abandoned bool) error {
-		return &DeadlineError{Component: s.name, What: "Ready", Timeout: timeout, Abandoned: abandoned}
-	}
-	// outcome is what Ready's result means: tctx ended only by the timeout.
-	outcome := func(err error, abandoned bool) (event, error) {
-		switch {
-		case abandoned:
-			return evFailed, deadline(true)
-		case err == nil:
-			return evReady, nil
-		case inst.exited():
-			return evExited, nil
-		case tctx.Err() != nil:
-			return evFailed, deadline(false)
-		}
-		return evFailed, err
-	}
-	for {
-		changed := r.h.changes()
-		if ev := r.interrupted(s, inst); ev != evNone {
-			cancel()
-			if _, abandoned := graceful(readyc); abandoned {
-				err := &ComponentError{Component: s.name, Phase: PhaseStart, Err: deadline(true)}
-				if ev != evStop {
-					return evFailed, err.Err
-				}
-				r.addErr(err) // the run ends anyway: named, not blamed
-			}
-			return ev, nil
-		}
+	readyc := r.call(func() error { return labelled(ctx, s.name, rd.Ready) })
+	deadline, _ := ctx.Deadline()
+	wake, cancelWake := context.WithDeadline(r.runCtx, deadline) // the run's end, or the timeout
+	defer cancelWake()
+	var err error
+	returned, abandoned := false, false
+	ev := r.watch(wake, s, inst, func() bool {
 		select {
-		case err := <-readyc:
-			return outcome(err, false)
-		case <-tctx.Done():
-			return outcome(graceful(readyc))
-		case <-changed:
-		case <-inst.done:
-		case <-r.runCtx.Done():
+		case err = <-readyc:
+			returned = true
+		default:
 		}
+		return returned
+	})
+	switch {
+	case ev != evNone: // interrupted
+		cancel()
+		_, abandoned = graceful(readyc)
+	case !returned: // the timeout
+		err, abandoned = graceful(readyc)
 	}
+	overrun := &DeadlineError{Component: s.name, What: "Ready", Timeout: timeout, Abandoned: abandoned}
+	switch {
+	case abandoned && ev == evStop: // the run ends anyway: named, not blamed
+		r.addErr(&ComponentError{Component: s.name, Phase: PhaseStart, Err: overrun})
+		return ev, nil
+	case abandoned:
+		return evFailed, overrun
+	case ev != evNone:
+		return ev, nil
+	case err == nil:
+		return evReady, nil
+	case inst.exited():
+		return evExited, nil
+	case ctx.Err() != nil: // ended by the timeout: cancel was not called
+		return evFailed, overrun
+	}
+	return evFailed, err
 }
 
 // retireForRestart retires s's instance for a restart of it or of a
 // dependency; the supervisor then starts the next one. A failure to stop
 // it stops the harness (false).
 func (r *run) retireForRestart(s *slot, inst *instance) bool {
-	r.setState(s, Stopping, nil)
 	err, stopped := r.retire(s, inst)
 	if err == nil && stopped {
 		err = runErrorOnStop(inst)
 	}
 	if err != nil {
 		r.failed(s, &ComponentError{Component: s.name, Phase: PhaseStop, Err: err})
+		r.move(s, Stopped)
 		return false
 	}
-	r.setState(s, WaitingForDependencies, nil)
+	r.move(s, WaitingForDependencies)
 	return true
 }
 
@@ -311,10 +247,7 @@ func (r *run) retireForRestart(s *slot, inst *instance) bool {
 // instances (as Restart gives them), the current ones retire, and the
 // supervisor goes on (true). Any other failure stops the harness.
 func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
-	err := inst.err
-	if err == nil {
-		err = ErrExited
-	}
+	err := cmp.Or(inst.err, ErrExited)
 	cerr := &ComponentError{Component: s.name, Phase: PhaseStart, Err: err}
 	if wasReady {
 		cerr.Phase = PhaseRun
@@ -322,43 +255,49 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	set := withDependents(r.order, s)
 	refusal := r.restartable(s.name, set)
 	keep := r.h.Recover != nil && refusal == nil && r.h.Recover(s.name, err)
-	stopping := keep && r.isStopping()
 	switch {
-	case stopping:
+	case keep && r.isStopping():
 		r.log.Info("Restart after a failure interrupted by the stop", "component", s.name, "err", err)
-	case !keep && r.h.Recover != nil && refusal != nil:
+		keep = false
+	case refusal != nil && r.h.Recover != nil:
 		r.failed(s, errors.Join(cerr, refusal))
 	case !keep:
 		r.failed(s, cerr)
 	default:
-		n := r.h.recovered(s, cerr)
-		r.logState(s, Recovering, cerr)
-		r.log.Info("Component failed; restarting it (Harness.Recover)", "component", s.name, "recoveries", n, "err", err)
-		fresh, err := r.renew(set, r.h.argsOf(s))
-		if err != nil {
-			r.failed(s, err)
-			keep = false
-			break
-		}
-		r.handover(set, fresh)
+		keep = r.recover(s, set, cerr)
 	}
 	r.retire(s, inst) // its Run returned: this waits for the dependents' to be down
-	if stopping {
-		r.setState(s, Stopped, nil)
+	if !keep {
+		r.move(s, Stopped)
+		return false
 	}
-	return keep && !stopping
+	r.move(s, WaitingForDependencies)
+	return true
+}
+
+// recover restarts set — s and its dependents — after a failure of s that
+// Recover kept, cause: new instances for all, handed over. false: they
+// could not be made; s failed.
+func (r *run) recover(s *slot, set []*slot, cause *ComponentError) bool {
+	r.recovered(s, cause)
+	fresh, err := r.renew(set, r.h.argsOf(s))
+	if err != nil {
+		r.failed(s, err)
+		return false
+	}
+	r.handover(set, fresh)
+	return true
 }
 
 // failed records s's failure — with the failure Recover kept before, for
 // the first instance after a recovery — and stops the harness.
 func (r *run) failed(s *slot, err error) {
-	r.h.mu.Lock()
-	if s.recovering != nil {
-		err = &RecoveryError{Cause: s.recovering, Err: err}
-	}
-	logged := r.setStateLocked(s, Failed, err)
-	r.h.mu.Unlock()
-	logged()
+	r.change(s, func() {
+		if s.recovering != nil {
+			err = &RecoveryError{Cause: s.recovering, Err: err}
+		}
+		s.failure = err
+	})
 	r.failWith(err)
 }
 
@@ -369,9 +308,6 @@ func (r *run) failed(s *slot, err error) {
 // (no restart starts: the harness stops).
 func (r *run) stop(s *slot, inst *instance) {
 	failed := r.h.stateOf(s) == Failed
-	if !failed {
-		r.setState(s, Stopping, nil)
-	}
 	err, stopped := r.retire(s, inst)
 	if err == nil && !failed {
 		err = runErrorOnStop(inst)
@@ -380,36 +316,31 @@ func (r *run) stop(s *slot, inst *instance) {
 			err = nil
 		}
 	}
-	switch {
-	case err != nil:
-		cerr := &ComponentError{Component: s.name, Phase: PhaseStop, Err: err}
-		r.setState(s, Failed, cerr)
+	var cerr error
+	if err != nil {
+		cerr = &ComponentError{Component: s.name, Phase: PhaseStop, Err: err}
 		r.addErr(cerr)
-	case !failed:
-		r.setState(s, Stopped, nil)
 	}
+	r.change(s, func() {
+		s.stage = Stopped
+		if cerr != nil {
+			s.failure = cerr
+		}
+	})
 }
 
-// retire takes s's instance down: marked leaving, it waits until every
-// dependent's instance is down, then it is stopped — or, if its Run
-// returned already (stopped false), its context is cancelled — and marked
-// down.
+// retire takes s's instance down: s is Stopping (its dependents, seeing it,
+// retire first); once every dependent's instance is down, its instance is
+// stopped — or, if its Run returned already (stopped false), its context
+// is cancelled. The caller then moves s on, down.
 func (r *run) retire(s *slot, inst *instance) (err error, stopped bool) {
-	r.h.update(func() { s.leaving = true })
-	for {
-		changed := r.h.changes()
-		if !r.h.anyUp(s.dependents) {
-			break
-		}
-		<-changed
-	}
+	r.move(s, Stopping)
+	r.h.await(context.Background(), func() bool { return !r.h.anyUp(s.dependents) })
 	if stopped = !inst.exited(); stopped {
-		err = r.stopInstance(s, inst)
-	} else {
-		inst.cancel(errStopping) // what Run left running on its context ends too
+		return r.stopInstance(s, inst), true
 	}
-	r.h.update(func() { s.up, s.leaving = false, false })
-	return err, stopped
+	inst.cancel(errStopping) // what Run left running on its context ends too
+	return nil, false
 }
 
 // stopInstance stops a running instance within StopTimeout: Stop (if it is
@@ -429,7 +360,7 @@ func (r *run) stopInstance(s *slot, inst *instance) error {
 	} else {
 		share := timeout / 2
 		sctx, cancel := context.WithTimeout(r.componentContext(context.WithoutCancel(r.ctx), s.name), share)
-		errc := call(func() error { return labelled(sctx, s.name, st.Stop) })
+		errc := r.call(func() error { return labelled(sctx, s.name, st.Stop) })
 		select {
 		case stopErr = <-errc:
 			inst.cancel(errStopping)
@@ -452,7 +383,7 @@ func (r *run) stopInstance(s *slot, inst *instance) error {
 	overrun := &DeadlineError{Component: s.name, What: "Run", Timeout: timeout, Abandoned: true}
 	if once, ok := inst.c.(Once); ok {
 		why := overrun.Error() + " (it " + ErrStartsOnce.Error() + ": " + once.StartsOnce() + ")"
-		r.h.update(func() { s.abandoned = why })
+		r.change(s, func() { s.abandoned = why })
 		r.log.Info("Component left running: it starts once per process", "component", s.name, "reason", why)
 		return stopErr
 	}

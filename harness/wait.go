@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // notifyLocked wakes every waiter on a change; h.mu is held.
@@ -15,9 +14,15 @@ func (h *Harness) notifyLocked() {
 	h.changed = make(chan struct{})
 }
 
-// changes returns a channel closed at the next state or phase change. Take
-// it before reading what it guards, so that a change in between is not
-// missed.
+// notify wakes every waiter: for a change no slot records (an instance's
+// Run or Ready returned).
+func (h *Harness) notify() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notifyLocked()
+}
+
+// changes returns a channel closed at the next change.
 func (h *Harness) changes() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -27,118 +32,54 @@ func (h *Harness) changes() <-chan struct{} {
 	return h.changed
 }
 
-// update changes slot fields under h.mu and wakes the waiters.
-func (h *Harness) update(f func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	f()
-	h.notifyLocked()
-}
-
-// setState records s's state and logs it.
-func (r *run) setState(s *slot, st State, err error) {
-	r.h.mu.Lock()
-	logged := r.setStateLocked(s, st, err)
-	r.h.mu.Unlock()
-	logged()
-}
-
-// setStateLocked records s's state (h.mu held) and returns the function
-// that logs it, to call once h.mu is released. While a failure Recover kept
-// is being recovered, waiting, starting and stopping are all Recovering.
-// The first time every slot was ready, Run enters PhaseRun.
-func (r *run) setStateLocked(s *slot, st State, err error) (log func()) {
-	h := r.h
-	if s.recovering != nil {
-		switch st {
-		case WaitingForDependencies, Starting, Stopping:
-			st, err = Recovering, s.recovering
-		case Ready, Failed, Stopped:
-			s.recovering = nil
+// await blocks until cond holds (true) or ctx ends (false). cond is checked
+// at once, after every change — a slot's stage, a phase, an instance's Run
+// or Ready returning — and once more when ctx ended: a cond that holds then
+// wins. cond takes h.mu itself where it needs it.
+func (h *Harness) await(ctx context.Context, cond func() bool) bool {
+	for {
+		changed := h.changes()    // before cond: a change in between is not missed
+		ended := ctx.Err() != nil // before cond: its last check comes after the end
+		if cond() {
+			return true
+		}
+		if ended {
+			return false
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
 		}
 	}
-	same := s.state == st && s.err == err
-	if !same {
-		s.state, s.err, s.since = st, err, time.Now()
-	}
-	run := false
-	if st == Ready {
-		s.wasReady = true
-		run = h.phase == PhaseStart && !slices.ContainsFunc(h.slots, func(o *slot) bool { return !o.wasReady })
-		if run {
-			h.enterLocked(PhaseRun)
-		}
-	}
-	h.notifyLocked()
-	return func() {
-		if !same {
-			r.logState(s, st, err)
-		}
-		if run {
-			r.log.Info("Harness phase", "phase", PhaseRun)
-		}
-	}
-}
-
-func (r *run) logState(s *slot, st State, err error) {
-	if err != nil {
-		r.log.Error(err, "Component state", "component", s.name, "state", st)
-		return
-	}
-	r.log.Info("Component state", "component", s.name, "state", st)
-}
-
-// recovered counts a recovery of s, which failed with cause, makes it
-// Recovering, and returns how many recoveries it had.
-func (h *Harness) recovered(s *slot, cause *ComponentError) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s.recoveries++
-	s.lastRecov = &Recovery{At: time.Now(), Cause: cause.Err.Error()}
-	s.recovering = cause
-	s.state, s.err, s.since = Recovering, cause, time.Now()
-	h.notifyLocked()
-	return s.recoveries
-}
-
-func (h *Harness) stateOf(s *slot) State {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return s.state
-}
-
-func (h *Harness) argsOf(s *slot) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return s.args
-}
-
-func (h *Harness) componentOf(s *slot) Component {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return s.inst.c
 }
 
 // mustRetire reports whether s's running instance is to retire: it or a
-// dependency of it is leaving.
+// dependency of it is stopping.
 func (h *Harness) mustRetire(s *slot) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return s.leaving || slices.ContainsFunc(s.depSlots, func(d *slot) bool { return d.leaving })
+	return s.stage == Stopping || slices.ContainsFunc(s.depSlots, func(d *slot) bool { return d.stage == Stopping })
 }
 
-// depsReady reports whether every dependency of s is ready and staying.
+// depsReady reports whether every dependency of s is ready.
 func (h *Harness) depsReady(s *slot) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !slices.ContainsFunc(s.depSlots, func(d *slot) bool { return d.state != Ready || d.leaving })
+	return !slices.ContainsFunc(s.depSlots, func(d *slot) bool { st, _ := d.state(); return st != Ready })
 }
 
 // anyUp reports whether any of slots has an instance up.
 func (h *Harness) anyUp(slots []*slot) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.ContainsFunc(slots, func(s *slot) bool { return s.up })
+	return slices.ContainsFunc(slots, (*slot).up)
+}
+
+// everyReadyOnce reports whether every slot had a ready instance once.
+func (h *Harness) everyReadyOnce() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !slices.ContainsFunc(h.slots, func(s *slot) bool { return !s.wasReady })
 }
 
 // WaitReady blocks until the named components (every component, if none is
@@ -150,38 +91,40 @@ func (h *Harness) anyUp(slots []*slot) bool {
 // Recovering is waited for, not an error. A component not added is an
 // error at once.
 func (h *Harness) WaitReady(ctx context.Context, names ...string) error {
-	for {
-		changed := h.changes()
-		st := h.Status()
-		for _, n := range names {
-			if !slices.ContainsFunc(st.Components, func(c ComponentStatus) bool { return c.Name == n }) {
-				return fmt.Errorf("harness: WaitReady: no component named %q", n)
-			}
-		}
-		ready := len(st.Components) > 0
-		for _, c := range st.Components {
-			if len(names) > 0 && !slices.Contains(names, c.Name) {
-				continue
-			}
-			if c.State == Failed {
-				return fmt.Errorf("harness: %s failed: %s", c.Name, c.Error)
-			}
-			ready = ready && c.State == Ready
-		}
-		switch {
-		case ready && st.Phase == PhaseRun:
-			return nil
-		case ready && len(names) > 0 && st.Phase == PhaseStart:
-			return nil // the named ones are ready; the others may still start
-		case st.Phase == PhaseDone:
-			return fmt.Errorf("harness: the run ended before %v were ready", orAll(names))
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
+	var err error
+	if h.await(ctx, func() (done bool) { done, err = readyIn(h.Status(), names); return done }) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// readyIn is WaitReady's answer for one Status: done, with nil or the error
+// to return, or not yet.
+func readyIn(st Status, names []string) (done bool, err error) {
+	for _, n := range names {
+		if !slices.ContainsFunc(st.Components, func(c ComponentStatus) bool { return c.Name == n }) {
+			return true, fmt.Errorf("harness: WaitReady: no component named %q", n)
 		}
 	}
+	ready := len(st.Components) > 0
+	for _, c := range st.Components {
+		if len(names) > 0 && !slices.Contains(names, c.Name) {
+			continue
+		}
+		if c.State == Failed {
+			return true, fmt.Errorf("harness: %s failed: %s", c.Name, c.Error)
+		}
+		ready = ready && c.State == Ready
+	}
+	switch {
+	case ready && st.Phase == PhaseRun:
+		return true, nil
+	case ready && len(names) > 0 && st.Phase == PhaseStart:
+		return true, nil // the named ones are ready; the others may still start
+	case st.Phase == PhaseDone:
+		return true, fmt.Errorf("harness: the run ended before %v were ready", orAll(names))
+	}
+	return false, nil
 }
 
 func orAll(names []string) any {
