@@ -30,7 +30,8 @@
 //   - retire: it waits until every dependent's instance is down, then stops
 //     its own (Stopper.Stop with half of StopTimeout, then its context is
 //     cancelled, and Run must return by StopTimeout);
-//   - then start the next instance (Restart's, or Recover's), or return.
+//   - then start the next instance (Restart's, or Recover's after its
+//     backoff), or return.
 //
 // Run is in PhaseStart until every component was ready once, then in
 // PhaseRun until ctx ends or a component fails — an error or panic in Run,
@@ -38,19 +39,23 @@
 // PhaseStop, where every supervisor retires its instance after its
 // dependents'. With Harness.Recover, a Run failure it keeps restarts that
 // component and its dependents instead: the component is Recovering (alive,
-// not ready) until its new instance is ready. Restart does the same on
-// request, with new arguments, after admitting them against the running
-// plan. A component that upstream cannot start twice in one process is a
-// Once: neither restarts it, and a stop it cannot honour is bounded and
-// reported, not waited for. A Ready, Stop or Run that overruns its bound is
-// named in a *DeadlineError and its goroutine abandoned after
+// not ready) until its new instance is ready. Harness.RecoverPolicy bounds
+// those restarts, after OTP's restart intensity: a component failing more
+// than Intensity times within Period is not restarted again (an
+// *IntensityError), and a restart after a repeated failure first waits a
+// backoff, which a stop does not wait for. Restart restarts the same way
+// on request, uncounted, with new arguments, after admitting them against
+// the running plan. A component that upstream cannot start twice in one
+// process is a Once: neither restarts it, and a stop it cannot honour is
+// bounded and reported, not waited for. A Ready, Stop or Run that overruns
+// its bound is named in a *DeadlineError and its goroutine abandoned after
 // AbandonGrace; the harness never hangs.
 //
 // Run returns nil when ctx was cancelled and everything stopped; otherwise
 // every failure, first one first (errors.As finds *ComponentError,
-// *PhaseError, *PanicError, *DeadlineError, *RestartError, *RecoveryError).
-// It returns only after every goroutine it started returned, except those
-// it names as abandoned.
+// *PhaseError, *PanicError, *DeadlineError, *RestartError, *RecoveryError,
+// *IntensityError). It returns only after every goroutine it started
+// returned, except those it names as abandoned.
 //
 // Each component's code runs under the pprof label component=<its name>
 // (ProfileLabel): its AddFlags, parse, Run, Ready and Stop, and every

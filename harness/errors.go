@@ -151,3 +151,24 @@ func (e *RecoveryError) Error() string {
 
 // Unwrap returns Cause and Err.
 func (e *RecoveryError) Unwrap() []error { return []error{e.Cause, e.Err} }
+
+// IntensityError is a component whose failures came faster than
+// Harness.RecoverPolicy allows: Failures of them, every one kept by
+// Recover, within Period. The last one was not restarted again; it stopped
+// the harness. Err is that failure (errors.Is and errors.As find it).
+type IntensityError struct {
+	Component string
+	Failures  int
+	Period    time.Duration
+	Err       error
+}
+
+// Error reads like "kube-scheduler failed 6 times within 1m0s; not
+// restarted again (Harness.RecoverPolicy): kube-scheduler failed in phase
+// run: lost the lease".
+func (e *IntensityError) Error() string {
+	return fmt.Sprintf("%s failed %d times within %s; not restarted again (Harness.RecoverPolicy): %v", e.Component, e.Failures, e.Period, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *IntensityError) Unwrap() error { return e.Err }

@@ -61,7 +61,9 @@ type Harness struct {
 	// returning before it was asked to stop, ready yet or not — does: true
 	// restarts that component, and the components depending on it, with
 	// their arguments unchanged, as Restart does, while the others keep
-	// running; false stops the harness. A distro uses it to demote a
+	// running; false stops the harness. RecoverPolicy bounds how often
+	// and how soon: a failure beyond it stops the harness whatever Recover
+	// says (an *IntensityError). A distro uses it to demote a
 	// scheduler or controller-manager that lost its leader-election lease
 	// (components.ErrLeaseLost) back to a standby that campaigns again,
 	// where upstream exits the process. err is what Run returned. Recover
@@ -76,6 +78,11 @@ type Harness struct {
 	// with a *RecoveryError (both failures). nil: every failure stops the
 	// harness.
 	Recover func(component string, err error) bool
+	// RecoverPolicy bounds Recover's restarts: how many failures of one
+	// component it may keep within a period, and how long a restart after
+	// a repeated failure waits. Its zero value is the defaults (five
+	// within a minute, a backoff from one second).
+	RecoverPolicy RecoverPolicy
 
 	mu         sync.Mutex
 	changed    chan struct{} // closed and replaced at every change (await)

@@ -113,6 +113,7 @@ type slot struct {
 	restarts   int             // instances made after the first; the newest one's gen
 	recoveries int
 	lastRecov  *Recovery
+	kept       []time.Time // when the failures Recover kept within RecoverPolicy.Period were
 	abandoned  string
 }
 

@@ -243,9 +243,10 @@ func (r *run) retireForRestart(s *slot, inst *instance) bool {
 }
 
 // exited handles a Run that returned before it was asked to stop. A
-// failure Recover keeps is recovered: s and its dependents get new
-// instances (as Restart gives them), the current ones retire, and the
-// supervisor goes on (true). Any other failure stops the harness.
+// failure Recover keeps is recovered, within RecoverPolicy: s and its
+// dependents get new instances (as Restart gives them), the current ones
+// retire, and after the policy's backoff the supervisor goes on (true).
+// Any other failure stops the harness.
 func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	err := cmp.Or(inst.err, ErrExited)
 	cerr := &ComponentError{Component: s.name, Phase: PhaseStart, Err: err}
@@ -255,6 +256,7 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	set := withDependents(r.order, s)
 	refusal := r.restartable(s.name, set)
 	keep := r.h.Recover != nil && refusal == nil && r.h.Recover(s.name, err)
+	var backoff time.Duration
 	switch {
 	case keep && r.isStopping():
 		r.log.Info("Restart after a failure interrupted by the stop", "component", s.name, "err", err)
@@ -264,7 +266,7 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 	case !keep:
 		r.failed(s, cerr)
 	default:
-		keep = r.recover(s, set, cerr)
+		backoff, keep = r.recover(s, set, cerr)
 	}
 	r.retire(s, inst) // its Run returned: this waits for the dependents' to be down
 	if !keep {
@@ -272,21 +274,26 @@ func (r *run) exited(s *slot, inst *instance, wasReady bool) bool {
 		return false
 	}
 	r.move(s, WaitingForDependencies)
-	return true
+	return r.pause(backoff)
 }
 
 // recover restarts set — s and its dependents — after a failure of s that
-// Recover kept, cause: new instances for all, handed over. false: they
-// could not be made; s failed.
-func (r *run) recover(s *slot, set []*slot, cause *ComponentError) bool {
-	r.recovered(s, cause)
+// Recover kept, cause: new instances for all, handed over, s's to start
+// after backoff. false: the failure is beyond RecoverPolicy, or the new
+// instances could not be made; s failed.
+func (r *run) recover(s *slot, set []*slot, cause *ComponentError) (backoff time.Duration, ok bool) {
+	backoff, err := r.recovered(s, cause)
+	if err != nil {
+		r.failWith(err)
+		return 0, false
+	}
 	fresh, err := r.renew(set, r.h.argsOf(s))
 	if err != nil {
 		r.failed(s, err)
-		return false
+		return 0, false
 	}
 	r.handover(set, fresh)
-	return true
+	return backoff, true
 }
 
 // failed records s's failure — with the failure Recover kept before, for
