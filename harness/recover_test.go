@@ -127,6 +127,7 @@ func TestRecoverWhileOthersStart(t *testing.T) {
 		a, b, c := newRenewable("a", j), newRenewable("b", j), newRenewable("c", j)
 		b.failAfter, b.failErr = 2*time.Second, errLost // the renewed instance does not fail
 		c.readyAfter = 10 * time.Second
+		h.ReadyTimeout = time.Minute // not newHarness's 10 s: a tie with c's Ready, either may win
 		require.NoError(t, h.Add(a, nil))
 		require.NoError(t, h.Add(b, nil, "a"))
 		require.NoError(t, h.Add(c, nil, "a"))

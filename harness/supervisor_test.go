@@ -28,6 +28,7 @@ func TestRecoveringIsAliveNotReady(t *testing.T) {
 		a, b := newRenewable("a", j), newRenewable("b", j)
 		b.failAfter, b.failErr = 5*time.Second, errLost
 		b.renewed = func(n *renewable) { n.readyAfter = 10 * time.Second }
+		h.ReadyTimeout = time.Minute // not newHarness's 10 s: a tie with the new b's Ready, either may win
 		require.NoError(t, h.Add(a, nil))
 		require.NoError(t, h.Add(b, nil, "a"))
 		handler := h.Handler()
