@@ -205,32 +205,25 @@ func (e *Elector) Run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 	defer stopElector()
 
 	var (
-		mu        sync.Mutex
-		started   bool
-		stopping  bool
-		lost      bool
-		workErr   error
+		st        runState
+		workErr   error // work's result, once workDone is closed
 		workDone  = make(chan struct{})
 		callbacks = leaderelection.LeaderCallbacks{}
 		le        *leaderelection.LeaderElector // set before it runs the callbacks
 	)
 	callbacks.OnStartedLeading = func(lctx context.Context) {
-		mu.Lock()
-		if stopping {
-			mu.Unlock()
+		// client-go calls it in a goroutine of its own: it may come after
+		// the stop, which then stands.
+		if !st.move(campaigning, leading) {
 			return
 		}
-		started = true
-		mu.Unlock()
 		defer close(workDone)
 		defer stopElector() // work returned: stop renewing, release the lease
 		wctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		// lctx ends before work returns only when the lease was lost.
 		loseLease := func() {
-			mu.Lock()
-			lost = true
-			mu.Unlock()
+			st.move(leading, lost)
 			cancel(ErrLeaseLost)
 		}
 		unhook := context.AfterFunc(lctx, loseLease)
@@ -251,10 +244,7 @@ func (e *Elector) Run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 	callbacks.OnStoppedLeading = func() {
 		// Never exit: run's caller decides. client-go calls this when its
 		// Run returns, whether or not it ever led: say it only if it did.
-		mu.Lock()
-		led := started
-		mu.Unlock()
-		if led {
+		if st.led() {
 			logger.Info("Leader election: stopped leading", "lease", cfg.Name, "identity", identity)
 		}
 	}
@@ -284,27 +274,19 @@ func (e *Elector) Run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		case <-leCtx.Done():
 			return
 		}
-		mu.Lock()
-		stopping = true
-		leading := started
-		mu.Unlock()
-		if !leading {
+		if st.move(campaigning, shut) {
 			stopElector()
 		}
 	}()
 
 	le.Run(leCtx)
 
-	mu.Lock()
-	stopping = true
-	leading := started
-	mu.Unlock()
-	if leading {
+	st.move(campaigning, shut)
+	if st.led() {
 		<-workDone
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if leading && !lost {
+	final := st.get() // work returned: leading, lost or shut for good
+	if final == leading {
 		// work returned and the elector stopped renewing: hand the lease
 		// over at once instead of letting it expire, within a second.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseReleaseBudget)
@@ -314,18 +296,56 @@ func (e *Elector) Run(ctx context.Context, cfg leaderelection.LeaderElectionConf
 		cancel()
 	}
 	switch {
-	case lost && ctx.Err() != nil:
+	case final == lost && ctx.Err() != nil:
 		// Lost while (or just before) being asked to stop — a datastore
 		// gone at the stop: the component stopped, as asked.
 		logger.Info("Leader election: the lease was lost as the component was being stopped", "lease", cfg.Name, "identity", identity)
 		return workErr
-	case lost:
+	case final == lost:
 		return fmt.Errorf("%w %s (held as %s)", ErrLeaseLost, cfg.Lock.Describe(), identity)
-	case !leading && ctx.Err() == nil:
+	case final == shut && ctx.Err() == nil:
 		return fmt.Errorf("leader election for %s ended without acquiring the lease", cfg.Lock.Describe())
 	}
 	return workErr
 }
+
+// runState is where one Elector.Run is: campaigning, then leading (work
+// runs) and maybe lost, or shut (stopped before it led: work never
+// starts). Each transition happens only from the state it expects.
+type runState struct {
+	mu sync.Mutex
+	at runStage
+}
+
+type runStage int
+
+const (
+	campaigning runStage = iota
+	shut                 // stopped before it led
+	leading              // work started
+	lost                 // work started, then the lease was lost
+)
+
+// move goes from one stage to another, if it is at from; it reports
+// whether it moved.
+func (s *runState) move(from, to runStage) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.at != from {
+		return false
+	}
+	s.at = to
+	return true
+}
+
+func (s *runState) get() runStage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at
+}
+
+// led reports whether work was started.
+func (s *runState) led() bool { at := s.get(); return at == leading || at == lost }
 
 // watchLease reports, while ctx lasts, when le no longer holds its lease
 // by its own account: the last renewal it observed is older than
