@@ -1,4 +1,4 @@
-module github.com/kubeharness/kubeharness/examples/k3s-like
+module github.com/kubeharness/kubeharness/distro/k3s-like
 
 go 1.26.6
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/profshare"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
 )
 
 // componentCPUChunk is how long each CPU profile startComponentCPU takes

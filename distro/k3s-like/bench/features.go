@@ -31,7 +31,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/components/testenv"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -580,7 +580,7 @@ func renderFeatures(runs []featureRun, took time.Duration, load0, built string) 
 	var sb strings.Builder
 	sb.WriteString("# Feature discovery at scale: node reports against the real k3s-like server\n\n")
 	fmt.Fprintf(&sb, "`make bench-features` (%s), %s, %s; load average before: %s. One run per scale, %s in all.\n\n",
-		"examples/k3s-like/bench -features", built, memTotal(), load0, took.Round(time.Second))
+		"distro/k3s-like/bench -features", built, memTotal(), load0, took.Round(time.Second))
 	sb.WriteString("Each scale starts `k3s-like server --disable-agent` on loopback, creates N Node objects, and runs N fake nodes that speak the reporters' protocol (`featurepub.BuildNodeReport`, `NodeReport.Send`: the code each node runs) with the admin credential. " +
 		"10 % of the nodes run `" + testenv.KubeletGate + "` off, the others on (SET-BY kubelet=true); half run a \"v1.36.3\" kubelet whose profile lacks three gates. " +
 		"Writes and reads are the apiserver's `apiserver_request_total` of group features.kubeharness.io over each phase; CPU is the process's, by component (pprof labels), over the phase. " +

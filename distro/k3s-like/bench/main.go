@@ -40,7 +40,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/testenv"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
 )
 

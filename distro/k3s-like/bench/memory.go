@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/profshare"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
 )
 
 // memStats is the Go runtime's view of one process's memory, from its

@@ -54,9 +54,9 @@ import (
 	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/images"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/images"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 )
 

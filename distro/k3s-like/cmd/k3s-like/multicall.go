@@ -15,10 +15,11 @@ import (
 	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/task/plugin"
 	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cni/bridge"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cni/hostlocal"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cni/loopback"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/cni/portmap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/bridge"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/hostlocal"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/loopback"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/portmap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
 )
 
 // The binary is also the node's container runtime and CNI plugins, as
@@ -34,38 +35,33 @@ import (
 // — with its own arguments.
 const personalityEnv = "K3S_LIKE_PERSONALITY"
 
-const (
-	shimName          = "containerd-shim-runc-v2"
-	containerdCommand = "containerd"
-)
-
-// personalities are the programs the binary is besides k3s-like.
-var personalities = map[string]func(){
-	shimName:     shimMain,
-	"bridge":     bridge.Main,
-	"host-local": hostlocal.Main,
-	"loopback":   loopback.Main,
-	"portmap":    portmap.Main,
+// personalities are the programs the binary is besides k3s-like, by the
+// names the node runs them under (node.ShimName, node.CNIPlugins).
+func personalities() map[string]func() {
+	return map[string]func(){
+		node.ShimName: shimMain,
+		"bridge":      bridge.Main,
+		"host-local":  hostlocal.Main,
+		"loopback":    loopback.Main,
+		"portmap":     portmap.Main,
+	}
 }
-
-// cniPlugins are the CNI plugins' names, for the node's bin directory.
-var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
 
 // runPersonality runs the program the binary was started as, if it is not
 // k3s-like itself, and reports whether it did (it does not return then
 // unless the program does).
 func runPersonality() bool {
 	if p := os.Getenv(personalityEnv); p != "" {
-		if f, ok := personalities[p]; ok {
+		if f, ok := personalities()[p]; ok {
 			f()
 			return true
 		}
 	}
-	if f, ok := personalities[filepath.Base(os.Args[0])]; ok {
+	if f, ok := personalities()[filepath.Base(os.Args[0])]; ok {
 		f()
 		return true
 	}
-	if len(os.Args) > 1 && os.Args[1] == containerdCommand {
+	if len(os.Args) > 1 && os.Args[1] == node.ContainerdCommand {
 		os.Args = os.Args[1:]
 		containerdMain()
 		return true
@@ -85,7 +81,7 @@ func containerdMain() {
 
 // shimMain is the runc shim's main, with only its own plugin.
 func shimMain() {
-	os.Setenv(personalityEnv, shimName)
+	os.Setenv(personalityEnv, node.ShimName)
 	keepPlugins(func(uri string) bool { return uri == shimTaskPlugin })
 	runShim(context.Background())
 	os.Exit(0)

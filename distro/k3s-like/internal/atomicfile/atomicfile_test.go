@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 )
 
 // TestWriteReplacesSymlink: a symbolic link at the target is

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 )
 
 // writeFiles writes Files from files to dir, after checking every one that

@@ -1,9 +1,8 @@
-package main
+package cli
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,22 +13,22 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// defaultConfigFile is read when it exists and neither --config nor
+// DefaultConfigFile is read when it exists and neither --config nor
 // $K3S_LIKE_CONFIG_FILE names another, as k3s reads
 // /etc/rancher/k3s/config.yaml.
-const defaultConfigFile = "/etc/k3s-like/config.yaml"
+const DefaultConfigFile = "/etc/k3s-like/config.yaml"
 
-// configFiles are the files to read, in order: the config file (--config,
-// else $K3S_LIKE_CONFIG_FILE, else defaultConfigFile if it exists), then
+// ConfigFiles are the files to read, in order: the config file (--config,
+// else $K3S_LIKE_CONFIG_FILE, else DefaultConfigFile if it exists), then
 // its drop-ins FILE.d/*.yaml in lexical order. explicit says whether a
 // missing config file is an error.
-func configFiles(flagValue string, getenv func(string) string) ([]string, error) {
+func ConfigFiles(flagValue string, getenv func(string) string) ([]string, error) {
 	path, explicit := flagValue, flagValue != ""
 	if path == "" {
 		path, explicit = getenv("K3S_LIKE_CONFIG_FILE"), getenv("K3S_LIKE_CONFIG_FILE") != ""
 	}
 	if path == "" {
-		path = defaultConfigFile
+		path = DefaultConfigFile
 	}
 	var files []string
 	if _, err := os.Stat(path); err == nil {
@@ -110,15 +109,9 @@ func readConfigFile(f string) (map[string]any, error) {
 // that sets it must be as private as a token file.
 const secretConfigKey = "token"
 
-// checkFileModes checks, once the config files are merged and before the
-// server writes anything or listens (--dry-run too), the files it takes
-// flags and its token from (checkFileModes): group or
-// others may write none of them, nor read a config file that sets token
-// or the token file; a warning each, or with --protect-files an error. A
-// config file without the token is not a secret (k3s's config.yaml is
-// commonly 0644, and the same flags are in every process listing), so
-// warning about reading it would be noise.
-func (o *serverOptions) checkFileModes(stderr io.Writer, configFiles []string, getenv func(string) string) error {
+// configFilesToCheck are the config files for checkFileModes: a file that
+// sets the token (or cannot be read again) is a secret.
+func configFilesToCheck(configFiles []string) []checkedFile {
 	var files []checkedFile
 	for _, f := range configFiles {
 		c := checkedFile{path: f, what: "the config file"}
@@ -129,12 +122,11 @@ func (o *serverOptions) checkFileModes(stderr io.Writer, configFiles []string, g
 			c.secret, c.note = true, "it sets "+secretConfigKey
 		}
 		if err != nil {
-			c.secret = true // applyConfig read it; if it cannot be read now, assume the worst
+			c.secret = true // ApplyConfig read it; if it cannot be read now, assume the worst
 		}
 		files = append(files, c)
 	}
-	files = append(files, tokenFileToCheck(o.token, o.tokenFile, o.dataDir, getenv)...)
-	return checkFileModes(stderr, o.protectFiles, files)
+	return files
 }
 
 // scalars turns a YAML value into flag values: a scalar, or a list of them.
@@ -167,11 +159,11 @@ func scalars(v any) ([]string, bool, error) {
 	return []string{s}, false, err
 }
 
-// applyConfig sets the flags of fs that the command line did not set from
+// ApplyConfig sets the flags of fs that the command line did not set from
 // the merged config files: the command line overrides the files. An
 // unknown key, or a value its flag refuses, is an error naming the key and
-// the file.
-func applyConfig(fs *pflag.FlagSet, files []string) error {
+// the file; command names the command whose flags the keys are.
+func ApplyConfig(fs *pflag.FlagSet, command string, files []string) error {
 	merged, order, err := readConfig(files)
 	if err != nil {
 		return err
@@ -182,7 +174,7 @@ func applyConfig(fs *pflag.FlagSet, files []string) error {
 		f := fs.Lookup(name)
 		switch {
 		case f == nil || name == "config":
-			errs = append(errs, fmt.Errorf("config file %s: unknown key %q (keys are the long flag names of k3s-like server)", cv.file, name))
+			errs = append(errs, fmt.Errorf("config file %s: unknown key %q (keys are the long flag names of k3s-like %s)", cv.file, name, command))
 			continue
 		case f.Changed:
 			continue // the command line wins

@@ -1,10 +1,12 @@
-package main
+package cli
 
 import (
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 )
 
 // checkedFile is a file the process reads that checkFileModes checks.
@@ -69,4 +71,17 @@ func checkFileModes(stderr io.Writer, protect bool, files []checkedFile) error {
 		return fmt.Errorf("--protect-files: %s", strings.Join(refused, "; "))
 	}
 	return nil
+}
+
+// tokenFileToCheck is the token file ResolveToken would read, for
+// checkFileModes; none when the token comes from elsewhere.
+func tokenFileToCheck(token, file, dataDir string, getenv func(string) string) []checkedFile {
+	_, path, what := cluster.TokenSource(token, file, dataDir, getenv)
+	switch {
+	case path == "":
+		return nil
+	case what == cluster.DataDirTokenSource:
+		return []checkedFile{{path: path, what: what, secret: true}}
+	}
+	return []checkedFile{{path: path, what: "the token file", note: what, secret: true}}
 }

@@ -1,12 +1,12 @@
-package main
+package cli
 
 import (
 	"os"
 	"syscall"
 )
 
-// noFollow makes opening a symbolic link an error (ELOOP).
-const noFollow = syscall.O_NOFOLLOW
+// NoFollow makes opening a symbolic link an error (ELOOP).
+const NoFollow = syscall.O_NOFOLLOW
 
 // dupStderr makes f the process's stderr (file descriptor 2): what Go's
 // os.Stderr, klog and a panic write goes to f from now on.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -57,14 +57,14 @@ func kubeharnessVersion() string {
 	return rev[:min(12, len(rev))] + dirty
 }
 
-// versionPrinted is what versionRequested returns once it printed the
+// VersionPrinted is what VersionRequested returns once it printed the
 // version: main exits 0 without running the command.
-type versionPrinted struct{}
+type VersionPrinted struct{}
 
-func (versionPrinted) Error() string { return "version printed" }
+func (VersionPrinted) Error() string { return "version printed" }
 
 // versionFlag is --version: bare (true), raw, false, or anything else,
-// which versionRequested refuses. It replaces component-base's verflag flag,
+// which VersionRequested refuses. It replaces component-base's verflag flag,
 // which the upstream packages declare on pflag.CommandLine and whose Set of
 // --version=vX.Y.Z sets the process's reported Kubernetes version
 // (version.SetDynamicVersion) while the flag is parsed; setting this one
@@ -86,13 +86,13 @@ func (v *versionFlag) Set(s string) error {
 func (v *versionFlag) Type() string     { return "version" }
 func (v *versionFlag) IsBoolFlag() bool { return true }
 
-// useVersionFlag swaps verflag's --version on pflag.CommandLine, which cobra
+// UseVersionFlag swaps verflag's --version on pflag.CommandLine, which cobra
 // adds to every command, for a versionFlag: pflag cannot remove a flag, so
 // pflag.CommandLine becomes a copy of itself without verflag's. Call it
 // before any flag is parsed. Nothing in the binary reads verflag's value
 // (verflag.PrintAndExitIfRequested is upstream's commands', which it does
 // not run).
-func useVersionFlag() {
+func UseVersionFlag() {
 	fs := pflag.NewFlagSet(pflag.CommandLine.Name(), pflag.ExitOnError)
 	pflag.CommandLine.VisitAll(func(f *pflag.Flag) {
 		if f.Name != "version" {
@@ -110,15 +110,15 @@ func useVersionFlag() {
 	pflag.CommandLine = fs
 }
 
-// versionRequested handles --version (versionFlag, on every command) before
+// VersionRequested handles --version (versionFlag, on every command) before
 // any command runs:
-//   - --version (=true) prints versionText and stops (versionPrinted);
+//   - --version (=true) prints versionText and stops (VersionPrinted);
 //   - --version=raw prints version.Get() as upstream does, then the
 //     kubeharness version;
 //   - any other value but false, e.g. component-base's --version=vX.Y.Z
 //     (which sets the reported version), is refused: a control plane that
 //     reports a version it is not must not start.
-func versionRequested(cmd *cobra.Command) error {
+func VersionRequested(cmd *cobra.Command) error {
 	f := cmd.Flags().Lookup("version")
 	if f == nil || !f.Changed {
 		return nil
@@ -133,5 +133,5 @@ func versionRequested(cmd *cobra.Command) error {
 	default:
 		return fmt.Errorf("--version=%s: k3s-like does not change the Kubernetes version it reports (%s is stamped at build); use --version or --version=raw", v, version.Get().GitVersion)
 	}
-	return versionPrinted{}
+	return VersionPrinted{}
 }

@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,57 +24,15 @@ import (
 )
 
 func TestBootstrapToken(t *testing.T) {
-	id, secret := clusterToken{secret: "s3cret"}.bootstrapToken()
+	id, secret := Token{Secret: "s3cret"}.BootstrapToken()
 	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
 	assert.Regexp(t, `^[a-z0-9]{16}$`, secret)
-	id2, secret2 := clusterToken{secret: "s3cret", caHash: strings.Repeat("a", 64)}.bootstrapToken()
+	id2, secret2 := Token{Secret: "s3cret", CAHash: strings.Repeat("a", 64)}.BootstrapToken()
 	assert.Equal(t, [2]string{id, secret}, [2]string{id2, secret2}, "derived from the secret alone")
-	id3, secret3 := clusterToken{secret: "other"}.bootstrapToken()
+	id3, secret3 := Token{Secret: "other"}.BootstrapToken()
 	assert.NotEqual(t, id, id3)
 	assert.NotEqual(t, secret, secret3)
 	assert.NotContains(t, id+secret, "s3cret")
-}
-
-// TestAgentCheck: the agent's flags, each error one line naming what to
-// fix and never the token.
-func TestAgentCheck(t *testing.T) {
-	dir := t.TempDir()
-	full := "K10" + strings.Repeat("a", 64) + "::server:s3cret"
-	fullFile := filepath.Join(dir, "token")
-	require.NoError(t, os.WriteFile(fullFile, []byte(full+"\n"), 0o600))
-	bareFile := filepath.Join(dir, "bare")
-	require.NoError(t, os.WriteFile(bareFile, []byte("s3cret\n"), 0o600))
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want string // "" for no error
-	}{
-		{"ok", []string{"--server=https://192.0.2.10:6443", "--token-file=" + fullFile}, nil, ""},
-		{"from the environment", nil, map[string]string{"K3S_LIKE_URL": "https://192.0.2.10:6443", "K3S_LIKE_TOKEN": full}, ""},
-		{"no server", []string{"--token-file=" + fullFile}, nil, "--server is required"},
-		{"http", []string{"--server=http://192.0.2.10:6443", "--token-file=" + fullFile}, nil, "--server=http://192.0.2.10:6443: want https://HOST:PORT"},
-		{"path", []string{"--server=https://192.0.2.10:6443/api", "--token-file=" + fullFile}, nil, "want https://HOST:PORT"},
-		{"no token", []string{"--server=https://192.0.2.10:6443"}, nil, "--token-file is required"},
-		{"bare secret", []string{"--server=https://192.0.2.10:6443", "--token-file=" + bareFile}, nil, "is a bare secret: an agent needs the full token"},
-		{"missing file", []string{"--server=https://192.0.2.10:6443", "--token-file=" + filepath.Join(dir, "none")}, nil, "--token-file " + filepath.Join(dir, "none")},
-		{"bad kubelet-arg", []string{"--server=https://192.0.2.10:6443", "--token-file=" + fullFile, "--kubelet-arg=="}, nil, "--kubelet-arg"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd, a := newAgentCommandWithOptions()
-			require.NoError(t, cmd.Flags().Parse(tc.args))
-			_, _, err := a.check(env(tc.env))
-			if tc.want == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.NotContains(t, err.Error(), "s3cret")
-			assert.NotContains(t, err.Error(), "\n")
-		})
-	}
 }
 
 // TestPinServerCA: the CA is taken from the server's TLS handshake only
@@ -104,7 +63,7 @@ func TestPinServerCA(t *testing.T) {
 	serve := func(certFile, keyFile string) *url.URL { return serveOn("127.0.0.1:0", certFile, keyFile) }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	good := clusterToken{secret: "s", caHash: caHashOf(caPEM)}
+	good := Token{Secret: "s", CAHash: CAHashOf(caPEM)}
 
 	u := serve(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
 	got, err := pinServerCA(ctx, u, good)
@@ -112,7 +71,7 @@ func TestPinServerCA(t *testing.T) {
 	assert.Equal(t, caPEM, got, "the CA file's exact bytes")
 
 	var pe *caPinError
-	_, err = pinServerCA(ctx, u, clusterToken{secret: "s", caHash: strings.Repeat("0", 64)})
+	_, err = pinServerCA(ctx, u, Token{Secret: "s", CAHash: strings.Repeat("0", 64)})
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, err.Error(), "sent no certificate with the sha256 the token pins ("+strings.Repeat("0", 64)+")")
 
@@ -154,8 +113,8 @@ func TestJoin(t *testing.T) {
 	require.NoError(t, err)
 	clientCA, err := os.ReadFile(f.ClientCA.CertFile)
 	require.NoError(t, err)
-	tok := clusterToken{secret: "s3cret", caHash: caHashOf(caPEM)}
-	id, secret := tok.bootstrapToken()
+	tok := Token{Secret: "s3cret", CAHash: CAHashOf(caPEM)}
+	id, secret := tok.BootstrapToken()
 	settingsCA := string(clientCA)
 	pair, err := tls.LoadX509KeyPair(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
 	require.NoError(t, err)
@@ -185,29 +144,29 @@ func TestJoin(t *testing.T) {
 	l := pki.Layout{Dir: filepath.Join(dir, "agent", "pki")}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	settings, err := join(ctx, u, tok, l, "node-b")
+	settings, err := Join(ctx, logr.Discard(), u, tok, l, "node-b")
 	require.NoError(t, err)
-	assert.Equal(t, "10.43.0.10", settings[settingClusterDNS])
+	assert.Equal(t, "10.43.0.10", settings.ClusterDNS)
 	assert.Equal(t, caPEM, read(t, l.ServerCA().CertFile), "the pinned CA, byte for byte")
 	assert.Equal(t, clientCA, read(t, l.ClientCA().CertFile))
-	kc, err := clientcmd.LoadFromFile(bootstrapKubeconfig(l))
+	kc, err := clientcmd.LoadFromFile(BootstrapKubeconfig(l))
 	require.NoError(t, err)
 	assert.Equal(t, id+"."+secret, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token)
 	assert.Equal(t, u.String(), kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server)
-	st, err := os.Stat(bootstrapKubeconfig(l))
+	st, err := os.Stat(BootstrapKubeconfig(l))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	// No serving certificate: the kubelet requests one from the signer.
 	_, err = os.Stat(l.NodeLayout("node-b").Serving().CertFile)
 	assert.True(t, os.IsNotExist(err), "join writes no serving certificate: %v", err)
-	_, err = join(ctx, u, tok, l, "node-b")
+	_, err = Join(ctx, logr.Discard(), u, tok, l, "node-b")
 	require.NoError(t, err, "a second join")
 
 	// Another secret with the same CA: its bootstrap token is refused, and
 	// join retries until stopped, naming what it last saw.
 	short, cancelShort := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancelShort()
-	_, err = join(short, u, clusterToken{secret: "other", caHash: tok.caHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c")
+	_, err = Join(short, logr.Discard(), u, Token{Secret: "other", CAHash: tok.CAHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stopped before the server answered")
 	assert.Contains(t, err.Error(), "does not accept the token's bootstrap token")
@@ -215,7 +174,7 @@ func TestJoin(t *testing.T) {
 
 	// Malformed settings: named.
 	settingsCA = "not a certificate"
-	_, err = join(ctx, u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d")
+	_, err = Join(ctx, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kube-system/"+agentSettings+"): "+settingClientCA)
 }

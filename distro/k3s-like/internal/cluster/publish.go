@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -27,7 +28,8 @@ import (
 
 // What a server publishes for agents to join with.
 const (
-	nodeJoinName = "node-join"
+	// NodeJoinName is the harness component that publishes it.
+	NodeJoinName = "node-join"
 	// bootstrapGroup is the extra group of the bootstrap token.
 	bootstrapGroup = "system:bootstrappers:k3s-like:agent"
 	// agentSettings is the ConfigMap in kube-system an agent reads with
@@ -45,7 +47,18 @@ const (
 	settingClusterCIDR   = "cluster-cidr"
 )
 
-// addNodeJoin adds the server's node-join component: once the apiserver is
+// NodeJoin is what a server publishes for agents to join with: the node-join
+// component.
+type NodeJoin struct {
+	DataDir         string     // the server's: its token file
+	Layout          pki.Layout // the server's PKI: its client CA
+	AdminKubeconfig string
+	// The agents' settings: the cluster DNS address and domain, the Pods' CIDR.
+	ClusterDNS, ClusterDomain, ClusterCIDR string
+	Log                                    logr.Logger
+}
+
+// Add adds the server's node-join component: once the apiserver is
 // ready it publishes, with server-side apply, the bootstrap token derived
 // from the cluster token (kube-system/bootstrap-token-ID), the agent
 // settings and what lets a bootstrapping kubelet get a node client
@@ -54,16 +67,16 @@ const (
 // system:node-proxier role bound to system:nodes, for the nodes' kube-proxy,
 // which uses its kubelet's credential, and the nodes' access to their
 // feature reports (publishReporterAccess). It is ready once published.
-func (o *serverOptions) addNodeJoin(h *harness.Harness) error {
+func (j NodeJoin) Add(h *harness.Harness) error {
 	published := make(chan struct{})
 	return h.Add(&harness.Func{
-		ComponentName: nodeJoinName,
+		ComponentName: NodeJoinName,
 		RunFunc: func(ctx context.Context) error {
 			var last string
 			err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-				if err := o.publishJoin(ctx); err != nil {
+				if err := j.publish(ctx); err != nil {
 					if err.Error() != last {
-						logger().Info("Publishing what agents join with; retrying", "err", err)
+						j.Log.Info("Publishing what agents join with; retrying", "err", err)
 						last = err.Error()
 					}
 					return false, nil
@@ -88,21 +101,21 @@ func (o *serverOptions) addNodeJoin(h *harness.Harness) error {
 	}, nil, components.APIServerName)
 }
 
-// publishJoin applies the join objects once.
-func (o *serverOptions) publishJoin(ctx context.Context) error {
-	b, err := os.ReadFile(tokenFile(o.dataDir))
+// publish applies the join objects once.
+func (j NodeJoin) publish(ctx context.Context) error {
+	b, err := os.ReadFile(TokenFile(j.DataDir))
 	if err != nil {
 		return err
 	}
-	tok, err := parseToken(string(b))
+	tok, err := ParseToken(string(b))
 	if err != nil {
-		return fmt.Errorf("%s: %w", tokenFile(o.dataDir), err)
+		return fmt.Errorf("%s: %w", TokenFile(j.DataDir), err)
 	}
-	clientCA, err := os.ReadFile(o.layout().ClientCA().CertFile)
+	clientCA, err := os.ReadFile(j.Layout.ClientCA().CertFile)
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.adminKubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", j.AdminKubeconfig)
 	if err != nil {
 		return err
 	}
@@ -113,7 +126,7 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 	}
 	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
 	const ns = metav1.NamespaceSystem
-	id, secret := tok.bootstrapToken()
+	id, secret := tok.BootstrapToken()
 	if _, err := client.CoreV1().Secrets(ns).Apply(ctx, corev1ac.Secret("bootstrap-token-"+id, ns).
 		WithType(corev1.SecretTypeBootstrapToken).
 		WithData(map[string][]byte{
@@ -127,9 +140,9 @@ func (o *serverOptions) publishJoin(ctx context.Context) error {
 	}
 	if _, err := client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
 		settingClientCA:      string(clientCA),
-		settingClusterDNS:    o.clusterDNSAddress(),
-		settingClusterDomain: o.clusterDomain,
-		settingClusterCIDR:   o.clusterCIDR,
+		settingClusterDNS:    j.ClusterDNS,
+		settingClusterDomain: j.ClusterDomain,
+		settingClusterCIDR:   j.ClusterCIDR,
 	}), opts); err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@
 # sources, at the version go.mod requires, from the module cache into
 # internal/cni/<name>, turning `package main` into an importable package and
 # `func main()` into `func Main()`, so that the binary runs each under its
-# name (multicall.go). Nothing else is changed. Run by `go generate ./internal/cni`.
+# name (cmd/k3s-like/multicall.go). Nothing else is changed. Run by `go generate ./internal/cni`.
 set -eu
 cd "$(dirname "$0")/../.."
 dir=$(go list -m -f '{{.Dir}}' github.com/containernetworking/plugins)

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -6,16 +6,17 @@ import (
 	"os"
 )
 
-// notifier tells systemd (Type=notify) about the server: READY=1 once every
-// component is ready, STOPPING=1 when it begins to stop.
+// notifier tells systemd (Type=notify) about the process: READY=1 once
+// every component is ready, STOPPING=1 when it begins to stop.
 //
 // Process-wide state: the embedded kube-apiserver calls go-systemd's
 // daemon.SdNotify(true, "READY=1") as soon as it serves
 // (genericapiserver's RunWithContext), before the scheduler and the
 // controller-manager are ready, and that call unsets $NOTIFY_SOCKET for the
-// whole process. takeNotifySocket takes the socket away from it before
-// anything starts (it finds no $NOTIFY_SOCKET and sends nothing), so only
-// the server speaks to systemd. go-systemd's daemon package reads the
+// whole process; the kubelet sends its own READY=1 early too.
+// takeNotifySocket takes the socket away from them before anything starts
+// (they find no $NOTIFY_SOCKET and send nothing), so only the daemon speaks
+// to systemd. go-systemd's daemon package reads the
 // socket from the environment only, so the notifier writes the datagram
 // itself, as sd_notify(3) does.
 type notifier struct {

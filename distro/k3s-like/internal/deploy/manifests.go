@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bufio"
@@ -37,7 +37,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/components"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -57,10 +58,10 @@ const (
 	// manifestRecordPrefix names a file's record, kube-system/PREFIX+NAME.
 	manifestRecordPrefix = "k3s-like-manifest-"
 	manifestRecordLabel  = "kubeharness.io/k3s-like-manifest"
-	// corednsImage is images.CoreDNSName (TestCoreDNSImageIsTheImagesOne):
+	// CoreDNSImage is images.CoreDNSName (TestCoreDNSImageIsTheImagesOne):
 	// this module does not require the images module, whose CoreDNS
 	// dependencies would move this module's versions.
-	corednsImage = "kubeharness.local/coredns:v1.15.0"
+	CoreDNSImage = "kubeharness.local/coredns:v1.15.0"
 	// manifestPoll is how often the directory is read again (k3s polls too).
 	manifestPoll = 15 * time.Second
 )
@@ -69,23 +70,26 @@ const (
 // that starts with it is ours to overwrite or, when disabled, remove.
 const ourManifestHeader = "# Written by k3s-like at every start; create %s.yaml.skip to keep your own, or disable it with --disable %s.\n"
 
-// manifestValues are the packaged manifests' template variables.
-type manifestValues struct {
+// Values are the packaged manifests' template variables.
+type Values struct {
 	ClusterDNS    string   // the kube-dns Service's IP
 	ClusterDomain string   // the cluster's DNS domain
 	Image         string   // the CoreDNS image
 	Upstreams     []string // CoreDNS's forward targets; none by default
 }
 
-// manifestValues are this server's.
-func (o *serverOptions) manifestValues() manifestValues {
-	return manifestValues{ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, Image: corednsImage, Upstreams: o.dnsUpstreams}
+// Config is what a server's manifests component needs.
+type Config struct {
+	DataDir         string // the manifests are in DATA_DIR/server/manifests
+	AdminKubeconfig string // what applies them
+	Values          Values
+	Disabled        []string // --disable
 }
 
 func manifestsDir(dataDir string) string { return filepath.Join(dataDir, "server", "manifests") }
 
-// packagedNames are the packaged components, sorted: "coredns".
-func packagedNames() []string {
+// PackagedNames are the packaged components, sorted: "coredns".
+func PackagedNames() []string {
 	entries, _ := packagedManifests.ReadDir("manifests")
 	var names []string
 	for _, e := range entries {
@@ -97,7 +101,7 @@ func packagedNames() []string {
 
 // renderPackaged is the packaged manifest name with v, ours (it starts
 // with ourManifestHeader).
-func renderPackaged(name string, v manifestValues) ([]byte, error) {
+func renderPackaged(name string, v Values) ([]byte, error) {
 	text, err := packagedManifests.ReadFile(path.Join("manifests", name+".yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
@@ -114,15 +118,15 @@ func renderPackaged(name string, v manifestValues) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// checkManifestFlags checks --disable and --cluster-dns-upstream.
-func (o *serverOptions) checkManifestFlags() error {
-	valid := packagedNames()
-	for _, n := range o.disable {
+// CheckFlags checks --disable and --cluster-dns-upstream.
+func CheckFlags(disable, dnsUpstreams []string) error {
+	valid := PackagedNames()
+	for _, n := range disable {
 		if !slices.Contains(valid, n) {
 			return fmt.Errorf("--disable=%s: not a packaged component; they are %s", n, strings.Join(valid, ", "))
 		}
 	}
-	for _, u := range o.dnsUpstreams {
+	for _, u := range dnsUpstreams {
 		if _, err := netip.ParseAddr(u); err == nil {
 			continue
 		}
@@ -140,8 +144,8 @@ func (o *serverOptions) checkManifestFlags() error {
 // writePackaged writes each packaged manifest into dir (0600, atomically)
 // unless NAME.yaml.skip exists; a disabled one is not written, and
 // removed if the file there is ours.
-func writePackaged(dir string, v manifestValues, disabled []string, log logr.Logger) error {
-	for _, name := range packagedNames() {
+func writePackaged(dir string, v Values, disabled []string, log logr.Logger) error {
+	for _, name := range PackagedNames() {
 		file := filepath.Join(dir, name+".yaml")
 		if slices.Contains(disabled, name) {
 			if ours(file, name) {
@@ -299,24 +303,24 @@ func newDeployer(dir, kubeconfig string, log logr.Logger) (*deployer, error) {
 	}, nil
 }
 
-// addManifests adds the manifests component: once the apiserver is ready
+// Add adds the manifests component: once the apiserver is ready
 // it writes the packaged manifests, applies the directory, and polls it
 // for changes until stopped. It is ready after its first pass; errors
 // (named by file and object) are logged, never fatal.
-func (o *serverOptions) addManifests(h *harness.Harness) error {
+func (c Config) Add(h *harness.Harness) error {
 	synced := make(chan struct{})
 	return h.Add(&harness.Func{
 		ComponentName: manifestsName,
 		RunFunc: func(ctx context.Context) error {
-			log := logger().WithName(manifestsName)
-			dir := manifestsDir(o.dataDir)
+			log := cli.Logger().WithName(manifestsName)
+			dir := manifestsDir(c.DataDir)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err
 			}
-			if err := writePackaged(dir, o.manifestValues(), o.disable, log); err != nil {
+			if err := writePackaged(dir, c.Values, c.Disabled, log); err != nil {
 				return err
 			}
-			d, err := newDeployer(dir, o.adminKubeconfig(), log)
+			d, err := newDeployer(dir, c.AdminKubeconfig, log)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"go/ast"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-var testValues = manifestValues{ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local", Image: corednsImage}
+var testValues = Values{ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local", Image: CoreDNSImage}
 
 // decodeAll decodes a manifest, failing the test on an error.
 func decodeAll(t *testing.T, data []byte) map[string]map[string]any {
@@ -69,7 +69,7 @@ func TestRenderCoreDNS(t *testing.T) {
 	assert.Equal(t, map[string]string{"kubernetes.io/os": "linux"}, pod.NodeSelector)
 	assert.Equal(t, "coredns", pod.ServiceAccountName)
 	c := pod.Containers[0]
-	assert.Equal(t, corednsImage, c.Image)
+	assert.Equal(t, CoreDNSImage, c.Image)
 	assert.Equal(t, corev1.PullNever, c.ImagePullPolicy, "no registry is asked")
 	assert.Equal(t, "/ready", c.ReadinessProbe.HTTPGet.Path)
 	assert.Equal(t, 8181, c.ReadinessProbe.HTTPGet.Port.IntValue())
@@ -145,33 +145,6 @@ func TestWritePackaged(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "disabled: not written")
 }
 
-// TestManifestFlags: --disable takes the packaged components' names only,
-// --cluster-dns-upstream addresses or a path.
-func TestManifestFlags(t *testing.T) {
-	assert.Equal(t, []string{"coredns"}, packagedNames())
-	for _, tc := range []struct {
-		args []string
-		want string // "" for no error
-	}{
-		{nil, ""},
-		{[]string{"--disable=coredns"}, ""},
-		{[]string{"--disable", "coredns", "--disable", "coredns"}, ""},
-		{[]string{"--disable=traefik"}, "--disable=traefik: not a packaged component; they are coredns"},
-		{[]string{"--disable=coredns,servicelb"}, "--disable=servicelb: not a packaged component; they are coredns"},
-		{[]string{"--cluster-dns-upstream=192.0.2.53", "--cluster-dns-upstream=[2001:db8::53]:5353,/etc/resolv.conf"}, ""},
-		{[]string{"--cluster-dns-upstream=dns.example"}, "--cluster-dns-upstream=dns.example: want an IP address"},
-	} {
-		cmd, o := newServerCommandWithOptions()
-		require.NoError(t, cmd.Flags().Parse(tc.args))
-		err := o.checkManifestFlags()
-		if tc.want == "" {
-			assert.NoError(t, err, "%q", tc.args)
-		} else {
-			assert.ErrorContains(t, err, tc.want, "%q", tc.args)
-		}
-	}
-}
-
 // TestDecodeManifest: multi-document YAML (empty and comment-only
 // documents skipped), JSON, a List's items; errors name the file and the
 // document.
@@ -224,10 +197,11 @@ func TestIsManifestAndRecordName(t *testing.T) {
 	assert.Equal(t, "k3s-like-manifest-my-app.v2", recordName("My_App.v2.json"))
 }
 
-// TestCoreDNSImageIsTheImagesOne: corednsImage is images.CoreDNSName,
-// read from ../../images/specs.go (this module does not require that one).
+// TestCoreDNSImageIsTheImagesOne: CoreDNSImage is images.CoreDNSName,
+// read from the repository's images/specs.go (this module does not require
+// that one).
 func TestCoreDNSImageIsTheImagesOne(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "images", "specs.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "..", "images", "specs.go"), nil, 0)
 	require.NoError(t, err)
 	var name string
 	ast.Inspect(f, func(n ast.Node) bool {
@@ -239,5 +213,5 @@ func TestCoreDNSImageIsTheImagesOne(t *testing.T) {
 		return true
 	})
 	require.NotEmpty(t, name, "images.CoreDNSName in images/specs.go")
-	assert.Equal(t, name, corednsImage)
+	assert.Equal(t, name, CoreDNSImage)
 }

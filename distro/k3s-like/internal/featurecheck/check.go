@@ -4,8 +4,8 @@
 // its storage under, and --runtime-config for the alpha and beta
 // group-versions the apiserver does not serve by default.
 //
-// It covers the API-group/version/kind level only; see README.md of
-// examples/k3s-like for what it does not cover.
+// It covers the API-group/version/kind level only; see docs/features.md
+// (`k3s-like features check`) for what it does not cover.
 package featurecheck
 
 import (

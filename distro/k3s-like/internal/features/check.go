@@ -1,4 +1,4 @@
-package main
+package features
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/featurecheck"
 )
 
 // errNotServed makes `features check` exit 1 without another message: the
@@ -56,7 +57,7 @@ API-level only: field-level gates, admission, webhooks and controllers are not c
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "Manifest file, or - for stdin")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster (default $KUBECONFIG, else DATA_DIR/admin.kubeconfig)")
-	cmd.Flags().StringVarP(&dataDir, "data-dir", "d", defaultDataDir(os.Geteuid(), home), "The server's --data-dir, for its admin.kubeconfig")
+	cmd.Flags().StringVarP(&dataDir, "data-dir", "d", cli.DefaultDataDir(os.Geteuid(), home), "The server's --data-dir, for its admin.kubeconfig")
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-package main
+package features
 
 import (
 	"context"
@@ -19,14 +19,16 @@ import (
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // featureOutputs are the -o formats of `k3s-like features`, as kubectl's.
 func featureOutputs() []string { return []string{"table", "wide", "json", "yaml", "name"} }
 
-func newFeaturesCommand() *cobra.Command {
-	var status statusClient
+// NewCommand is `k3s-like features`, with `features check`.
+func NewCommand() *cobra.Command {
+	var client status.Client
 	var opts featuresOptions
 	cmd := &cobra.Command{
 		Use:   "features",
@@ -46,30 +48,30 @@ named by --node-name) with the cluster's summary of the nodes.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
-			body, err := status.get("/features")
+			body, err := client.Get("/features")
 			if err != nil {
 				return err
 			}
 			var plan scoping.Plan
 			if err := json.Unmarshal(body, &plan); err != nil {
-				return fmt.Errorf("%s/features: %w", status.addr, err)
+				return fmt.Errorf("%s/features: %w", client.Addr, err)
 			}
 			// The node summaries: a server without them (an older one)
 			// shows the plan alone.
-			if body, err := status.get("/features/nodes"); err == nil {
+			if body, err := client.Get("/features/nodes"); err == nil {
 				if err := json.Unmarshal(body, &opts.nodes); err != nil {
-					return fmt.Errorf("%s/features/nodes: %w", status.addr, err)
+					return fmt.Errorf("%s/features/nodes: %w", client.Addr, err)
 				}
 			}
 			return opts.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), &plan)
 		},
 	}
-	status.addFlags(cmd)
+	client.AddFlags(cmd)
 	hostname, _ := os.Hostname()
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(featureOutputs(), ", "))
 	cmd.Flags().BoolVar(&opts.noHeaders, "no-headers", false, "table and wide: print no header line")
 	cmd.Flags().StringVar(&opts.nodeName, "node-name", hostname, "The server's --node-name: its entry in status.servers (-o wide, json, yaml)")
-	// KEP-3920 feature discovery: `k3s-like features check -f FILE|-` (features_check.go).
+	// KEP-3920 feature discovery: `k3s-like features check -f FILE|-` (check.go).
 	cmd.AddCommand(newFeaturesCheckCommand())
 	return cmd
 }

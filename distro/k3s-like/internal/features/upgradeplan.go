@@ -1,4 +1,4 @@
-package main
+package features
 
 import (
 	"encoding/json"
@@ -13,14 +13,17 @@ import (
 	basever "k8s.io/component-base/version"
 
 	"github.com/kubeharness/kubeharness/components"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/upgradeplan"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/featurecheck"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/upgradeplan"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-func newUpgradePlanCommand() *cobra.Command {
-	var status statusClient
+// NewUpgradePlanCommand is `k3s-like upgrade-plan`.
+func NewUpgradePlanCommand() *cobra.Command {
+	var client status.Client
 	var kubeconfig, output, to, file string
 	cmd := &cobra.Command{
 		Use:   "upgrade-plan",
@@ -41,7 +44,7 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o %s: use table or json", output)
 			}
-			r, err := upgradePlan(cmd.InOrStdin(), &status, kubeconfig, to, file)
+			r, err := upgradePlan(cmd.InOrStdin(), &client, kubeconfig, to, file)
 			if err != nil {
 				return err
 			}
@@ -56,12 +59,12 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 				return err
 			}
 			if r.Changes() {
-				return exitCode(3)
+				return cli.ExitCode(3)
 			}
 			return nil
 		},
 	}
-	status.addFlags(cmd)
+	client.AddFlags(cmd)
 	cmd.Flags().StringVar(&to, "to-emulated-version", "", "The emulated version to move to, major.minor (default: the binary's version)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the server, to compare the model with its discovery (optional)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table or json")
@@ -69,13 +72,13 @@ Exit status: 0 nothing changes, 3 something changes, 1 error.`,
 	return cmd
 }
 
-func upgradePlan(stdin io.Reader, status *statusClient, kubeconfig, to, file string) (*upgradeplan.Report, error) {
-	st, err := serverStatus(status)
+func upgradePlan(stdin io.Reader, client *status.Client, kubeconfig, to, file string) (*upgradeplan.Report, error) {
+	st, err := serverStatus(client)
 	if err != nil {
 		return nil, err
 	}
 	if st.Plan.EmulationVersion == "" {
-		return nil, fmt.Errorf("the server at %s has no plan yet (phase %s)", status.addr, st.Phase)
+		return nil, fmt.Errorf("the server at %s has no plan yet (phase %s)", client.Addr, st.Phase)
 	}
 	bin := utilfeature.DefaultMutableFeatureGate
 	ours := version.MustParse(basever.DefaultKubeBinaryVersion)
@@ -129,26 +132,26 @@ func upgradePlan(stdin io.Reader, status *statusClient, kubeconfig, to, file str
 
 // serverStatus is the harness status the server's status handler serves:
 // /components, and the plan from /features.
-func serverStatus(status *statusClient) (*harness.Status, error) {
+func serverStatus(client *status.Client) (*harness.Status, error) {
 	var st harness.Status
-	if err := getJSON(status, "/components", &st); err != nil {
+	if err := getJSON(client, "/components", &st); err != nil {
 		return nil, err
 	}
 	var plan scoping.Plan
-	if err := getJSON(status, "/features", &plan); err != nil {
+	if err := getJSON(client, "/features", &plan); err != nil {
 		return nil, err
 	}
 	st.Plan = &plan
 	return &st, nil
 }
 
-func getJSON(status *statusClient, path string, into any) error {
-	body, err := status.get(path)
+func getJSON(client *status.Client, path string, into any) error {
+	body, err := client.Get(path)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(body, into); err != nil {
-		return fmt.Errorf("%s%s: %w", status.addr, path, err)
+		return fmt.Errorf("%s%s: %w", client.Addr, path, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package kubectl
 
 import (
 	"fmt"
@@ -8,20 +8,21 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/component-base/cli"
+	basecli "k8s.io/component-base/cli"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 
 	// kubectl's client auth plugins (exec, OIDC), as upstream's kubectl main.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
-// newKubectlCommand is `k3s-like kubectl …`: kubectl built in, as `k3s
+// NewCommand is `k3s-like kubectl …`: kubectl built in, as `k3s
 // kubectl`. Every argument after "kubectl" is kubectl's, untouched (flag
 // parsing is off here): `k3s-like kubectl --help` is kubectl's help.
-func newKubectlCommand() *cobra.Command {
+func NewCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "kubectl [kubectl arguments]",
 		Short: "Run kubectl; KUBECONFIG defaults to the admin kubeconfig of the default data dir",
@@ -33,25 +34,25 @@ otherwise) when that file exists. Run as "kubectl" (a symlink to this binary),
 it is kubectl too. "k3s-like kubectl --help" shows kubectl's help.`,
 		DisableFlagParsing: true,
 		Run: func(_ *cobra.Command, args []string) {
-			runKubectl(args)
+			Run(args)
 		},
 	}
 }
 
-// calledAsKubectl reports whether the binary runs as "kubectl" (a symlink
+// CalledAsKubectl reports whether the binary runs as "kubectl" (a symlink
 // named kubectl, as k3s's installer makes): then it is kubectl, with
 // os.Args[1:] as its arguments.
-func calledAsKubectl() bool { return filepath.Base(os.Args[0]) == "kubectl" }
+func CalledAsKubectl() bool { return filepath.Base(os.Args[0]) == "kubectl" }
 
-// runKubectl runs upstream kubectl's command as its own main does (the
+// Run runs upstream kubectl's command as its own main does (the
 // plugin handler for kubectl-* executables on PATH, component-base's
 // cli.RunNoErrOutput, kubectl's CheckErr for the message and the exit
 // code), after k3s's KUBECONFIG default (k3s's pkg/kubectl). It returns
 // only when kubectl succeeded; on failure kubectl exits the process.
-func runKubectl(args []string) {
+func Run(args []string) {
 	if kubeconfigArg(args) == "" && os.Getenv("KUBECONFIG") == "" {
 		home, _ := os.UserHomeDir()
-		config := datadir.AdminKubeconfig(defaultDataDir(os.Geteuid(), home))
+		config := datadir.AdminKubeconfig(cli.DefaultDataDir(os.Geteuid(), home))
 		if _, err := os.Stat(config); err == nil {
 			os.Setenv("KUBECONFIG", config)
 		}
@@ -67,7 +68,7 @@ func runKubectl(args []string) {
 	// this binary's --version: kubectl has no such flag.
 	os.Args = append([]string{"kubectl"}, args...)
 	pflag.CommandLine = pflag.NewFlagSet("kubectl", pflag.ExitOnError)
-	if err := cli.RunNoErrOutput(kubectlcmd.NewDefaultKubectlCommand()); err != nil {
+	if err := basecli.RunNoErrOutput(kubectlcmd.NewDefaultKubectlCommand()); err != nil {
 		kubectlutil.CheckErr(err)
 	}
 }

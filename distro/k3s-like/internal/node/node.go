@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"cmp"
@@ -23,52 +23,77 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
-	"github.com/kubeharness/kubeharness/components/node"
+	kubenode "github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/images"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/mounts"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/images"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// nodeOptions are the flags of the server's node, named as k3s names them.
-type nodeOptions struct {
-	disableAgent    bool
-	nodeIP          string
+// The binary is also the node's container runtime and CNI plugins (the
+// multi-call dispatch of cmd/k3s-like): the names it runs them under.
+const (
+	// ShimName is containerd's runc shim, a symlink in the node's bin
+	// directory.
+	ShimName = "containerd-shim-runc-v2"
+	// ContainerdCommand is the subcommand the node runs containerd as.
+	ContainerdCommand = "containerd"
+)
+
+// CNIPlugins are the CNI plugins' names, symlinks in the node's bin
+// directory.
+func CNIPlugins() []string { return []string{"bridge", "host-local", "loopback", "portmap"} }
+
+// Options are the node's flags, a server's and an agent's, named as k3s
+// names them.
+type Options struct {
+	DisableAgent    bool // a server's only
+	NodeIP          string
 	labels          []string
 	taints          []string
 	kubeletArgs     []string
 	runtimeEndpoint string
 	kubeProxyArgs   []string
-	disableProxy    bool
+	DisableProxy    bool
 	cleanupOnStop   bool
 	privateRegistry string
 }
 
-// addNodeFlags adds the node's flags; a server's has --disable-agent too.
-func addNodeFlags(f *pflag.FlagSet, o *nodeOptions, server bool) {
+// AddFlags adds the node's flags; a server's has --disable-agent too.
+func (o *Options) AddFlags(f *pflag.FlagSet, server bool) {
 	if server {
-		f.BoolVar(&o.disableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
+		f.BoolVar(&o.DisableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
 	}
-	f.StringVar(&o.nodeIP, "node-ip", "", "The node's IP address (default the default route's address)")
+	f.StringVar(&o.NodeIP, "node-ip", "", "The node's IP address (default the default route's address)")
 	f.StringArrayVar(&o.labels, "node-label", nil, "Label to register the node with, key=value (repeatable)")
 	f.StringArrayVar(&o.taints, "node-taint", nil, "Taint to register the node with, key=value:Effect (repeatable)")
 	f.StringArrayVar(&o.kubeletArgs, "kubelet-arg", nil, "Customized flag for the kubelet (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
 	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "Use this existing CRI socket instead of running containerd from this binary")
 	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
-	f.BoolVar(&o.disableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
+	f.BoolVar(&o.DisableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
 	f.StringVar(&o.privateRegistry, "private-registry", "", "Registry mirrors, k3s's registries.yaml (mirrors.HOST.endpoint: [URL, ...]), for the containerd of this binary (default "+defaultRegistriesFile+", if it exists)")
 	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy and the kubelet made (KUBE-* iptables chains, kube-proxy's nftables tables); by default they stay, as upstream's, so that Services keep answering across a restart")
 }
 
-// nodeDirs are where the node keeps its files: its state under the data
+// Check checks the flags a node's arguments are made from, without
+// making them: each error names the flag.
+func (o *Options) Check() error {
+	if _, err := kubeargs.Parse("kubelet-arg", o.kubeletArgs); err != nil {
+		return err
+	}
+	_, err := kubeargs.Parse("kube-proxy-arg", o.kubeProxyArgs)
+	return err
+}
+
+// dirs are where the node keeps its files: its state under the data
 // dir, its sockets under a short directory of /run (a unix socket's path
 // is limited to 107 bytes), one per data dir.
-type nodeDirs struct {
+type dirs struct {
 	agent   string // DATA_DIR/agent
 	run     string // /run/k3s-like/HASH
 	bin     string // the binary under the names of containerd's shim and the CNI plugins
@@ -76,14 +101,14 @@ type nodeDirs struct {
 	cniConf string
 }
 
-func newNodeDirs(dataDir string) nodeDirs {
+func newDirs(dataDir string) dirs {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		abs = dataDir
 	}
 	sum := sha256.Sum256([]byte(abs))
 	agent := filepath.Join(dataDir, "agent")
-	return nodeDirs{
+	return dirs{
 		agent:   agent,
 		run:     filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5])),
 		bin:     filepath.Join(agent, "bin"),
@@ -92,11 +117,11 @@ func newNodeDirs(dataDir string) nodeDirs {
 	}
 }
 
-func (d nodeDirs) socket() string { return filepath.Join(d.run, "containerd.sock") }
-func (d nodeDirs) containerdConfig() string {
+func (d dirs) socket() string { return filepath.Join(d.run, "containerd.sock") }
+func (d dirs) containerdConfig() string {
 	return filepath.Join(d.agent, "etc", "containerd", "config.toml")
 }
-func (d nodeDirs) kubeletRoot() string { return filepath.Join(d.agent, "kubelet") }
+func (d dirs) kubeletRoot() string { return filepath.Join(d.agent, "kubelet") }
 
 // snapshotter is the containerd snapshotter of the node's images.
 const snapshotter = "overlayfs"
@@ -105,49 +130,40 @@ const snapshotter = "overlayfs"
 // from, built by `make images` (images/).
 const sandboxImage = "registry.k8s.io/pause:3.10.2"
 
-// nodeConfig is what a node needs, on a server or on an agent.
-type nodeConfig struct {
-	dataDir string
-	name    string
-	opts    nodeOptions
-	// layout holds the node's PKI: the client CA its kubelet trusts, and
-	// under NodeLayout(name) its certificates and kubeconfig.
-	layout        pki.Layout
-	clusterDNS    string
-	clusterDomain string
-	clusterCIDR   string // the Pods' CIDR, for kube-proxy
-	// after are the components the kubelet starts after (the apiserver,
+// Config is what a node needs, on a server or on an agent.
+type Config struct {
+	DataDir string
+	Name    string
+	Options Options
+	// Layout holds the node's PKI: the client CA its kubelet trusts, and
+	// under NodeLayout(Name) its certificates and kubeconfig.
+	Layout        pki.Layout
+	ClusterDNS    string
+	ClusterDomain string
+	ClusterCIDR   string // the Pods' CIDR, for kube-proxy
+	// After are the components the kubelet starts after (the apiserver,
 	// on a server).
-	after []string
-	// proxyAfter are more components kube-proxy starts after (the
+	After []string
+	// ProxyAfter are more components kube-proxy starts after (the
 	// server's node-join, which binds its role).
-	proxyAfter []string
-	// kubeletDefaults are more default kubelet flags (an agent's TLS
+	ProxyAfter []string
+	// KubeletDefaults are more default kubelet flags (an agent's TLS
 	// bootstrap), which --kubelet-arg may override.
-	kubeletDefaults []kubeargs.Arg
-	// servingBootstrap: the kubelet asks the apiserver for its serving
+	KubeletDefaults []kubeargs.Arg
+	// ServingBootstrap: the kubelet asks the apiserver for its serving
 	// certificate (an agent, which has no kubelet serving CA key).
-	servingBootstrap bool
+	ServingBootstrap bool
 }
 
-// nodeConfig is the server's node.
-func (o *serverOptions) nodeConfig() nodeConfig {
-	return nodeConfig{
-		dataDir: o.dataDir, name: o.nodeName, opts: o.node, layout: o.layout(),
-		clusterDNS: o.clusterDNSAddress(), clusterDomain: o.clusterDomain, clusterCIDR: o.clusterCIDR,
-		after: []string{components.APIServerName}, proxyAfter: []string{nodeJoinName},
-	}
-}
+// Kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
+func (c Config) Kubeconfig() string { return c.Layout.NodeLayout(c.Name).Kubeconfig() }
 
-// kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
-func (c nodeConfig) kubeconfig() string { return c.layout.NodeLayout(c.name).Kubeconfig() }
-
-// ip is --node-ip, or the default route's address (loopback without one).
-func (c nodeConfig) ip() (net.IP, error) {
-	if c.opts.nodeIP != "" {
-		ip := net.ParseIP(c.opts.nodeIP)
+// IP is --node-ip, or the default route's address (loopback without one).
+func (c Config) IP() (net.IP, error) {
+	if c.Options.NodeIP != "" {
+		ip := net.ParseIP(c.Options.NodeIP)
 		if ip == nil {
-			return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.opts.nodeIP)
+			return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.Options.NodeIP)
 		}
 		return ip, nil
 	}
@@ -158,89 +174,89 @@ func (c nodeConfig) ip() (net.IP, error) {
 	return ip, nil
 }
 
-// kubeletArgs are the kubelet's arguments: node.DefaultKubeletFlags for
+// kubeletArgs are the kubelet's arguments: kubenode.DefaultKubeletFlags for
 // this node and kubeletDefaults, the logging and feature-gate shorthands,
 // then --kubelet-arg by k3s's rules.
-func (c nodeConfig) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
-	ip, err := c.ip()
+func (c Config) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
+	ip, err := c.IP()
 	if err != nil {
 		return nil, err
 	}
 	labels := map[string]string{}
-	for _, l := range c.opts.labels {
+	for _, l := range c.Options.labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("--node-label=%s: want key=value", l)
 		}
 		labels[k] = v
 	}
-	v1, err := node.CgroupV1()
+	v1, err := kubenode.CgroupV1()
 	if err != nil {
 		return nil, fmt.Errorf("reading /sys/fs/cgroup: %w", err)
 	}
-	d := newNodeDirs(c.dataDir)
+	d := newDirs(c.DataDir)
 	socket := d.socket()
-	if c.opts.runtimeEndpoint != "" {
-		socket = strings.TrimPrefix(c.opts.runtimeEndpoint, "unix://")
+	if c.Options.runtimeEndpoint != "" {
+		socket = strings.TrimPrefix(c.Options.runtimeEndpoint, "unix://")
 	}
-	defaults := node.DefaultKubeletFlags(c.layout, node.Settings{
-		Name: c.name, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
-		ClusterDNS: c.clusterDNS, ClusterDomain: c.clusterDomain,
-		Labels: labels, Taints: c.opts.taints,
-		ServingBootstrap: c.servingBootstrap,
+	defaults := kubenode.DefaultKubeletFlags(c.Layout, kubenode.Settings{
+		Name: c.Name, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
+		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain,
+		Labels: labels, Taints: c.Options.taints,
+		ServingBootstrap: c.ServingBootstrap,
 		// These hosts keep cgroup v1 (the unified hierarchy has no
 		// controllers): the kubelet is told so explicitly.
 		AllowCgroupV1: v1,
 	})
-	user, err := kubeargs.Parse("kubelet-arg", c.opts.kubeletArgs)
+	user, err := kubeargs.Parse("kubelet-arg", c.Options.kubeletArgs)
 	if err != nil {
 		return nil, err
 	}
-	return kubeargs.Merge(append(defaults, c.kubeletDefaults...), short, user), nil
+	return kubeargs.Merge(append(defaults, c.KubeletDefaults...), short, user), nil
 }
 
-// proxyArgs are kube-proxy's arguments: node.DefaultKubeProxyFlags for
+// proxyArgs are kube-proxy's arguments: kubenode.DefaultKubeProxyFlags for
 // this node (the kubelet's kubeconfig: see node-join's RBAC), the logging
 // and feature-gate shorthands, then --kube-proxy-arg by k3s's rules.
-func (c nodeConfig) proxyArgs(short []kubeargs.Arg) ([]string, error) {
-	user, err := kubeargs.Parse("kube-proxy-arg", c.opts.kubeProxyArgs)
+func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
+	user, err := kubeargs.Parse("kube-proxy-arg", c.Options.kubeProxyArgs)
 	if err != nil {
 		return nil, err
 	}
-	defaults := node.DefaultKubeProxyFlags(node.ProxySettings{Name: c.name, Kubeconfig: c.kubeconfig(), ClusterCIDR: c.clusterCIDR})
+	defaults := kubenode.DefaultKubeProxyFlags(kubenode.ProxySettings{Name: c.Name, Kubeconfig: c.Kubeconfig(), ClusterCIDR: c.ClusterCIDR})
 	return kubeargs.Merge(defaults, short, user), nil
 }
 
-// nodeArgs are the node's components' arguments: the kubelet's and,
+// Args are the node's components' arguments: the kubelet's and,
 // unless --disable-kube-proxy, kube-proxy's.
-func (c nodeConfig) nodeArgs(short []kubeargs.Arg) (map[string][]string, error) {
+func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 	out := map[string][]string{}
 	var err error
-	if out[node.KubeletName], err = c.kubeletArgs(short); err != nil {
+	if out[kubenode.KubeletName], err = c.kubeletArgs(short); err != nil {
 		return nil, err
 	}
-	if !c.opts.disableProxy {
-		if out[node.KubeProxyName], err = c.proxyArgs(short); err != nil {
+	if !c.Options.DisableProxy {
+		if out[kubenode.KubeProxyName], err = c.proxyArgs(short); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// addNode adds the node's components: containerd (unless
-// --container-runtime-endpoint), the kubelet after it and c.after, the
+// Add adds the node's components: containerd (unless
+// --container-runtime-endpoint), the kubelet after it and c.After, the
 // writer of the node's CNI configuration and kube-proxy (unless
-// --disable-kube-proxy) after the kubelet. args are nodeArgs'.
-func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error {
-	d := newNodeDirs(c.dataDir)
-	deps := append([]string(nil), c.after...)
-	if c.opts.runtimeEndpoint == "" {
+// --disable-kube-proxy) after the kubelet. args are Args'.
+func (c Config) Add(h *harness.Harness, args map[string][]string) error {
+	d := newDirs(c.DataDir)
+	deps := append([]string(nil), c.After...)
+	if c.Options.runtimeEndpoint == "" {
 		self, err := os.Executable()
 		if err != nil {
 			return err
 		}
-		rt := node.NewRuntime(node.RuntimeConfig{
-			Command: []string{self, containerdCommand, "--config", d.containerdConfig()},
+		rt := kubenode.NewRuntime(kubenode.RuntimeConfig{
+			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
 			Socket:  d.socket(),
 			BinDir:  d.bin,
 			Output:  containerdLog{},
@@ -252,54 +268,54 @@ func (c nodeConfig) addNode(h *harness.Harness, args map[string][]string) error 
 			// exit 1, and the shims and containers were left running).
 			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
 			BeforeReady: func(ctx context.Context) error {
-				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, logger().WithName("images"))
+				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, cli.Logger().WithName("images"))
 				return err
 			},
 		})
 		if err := h.Add(rt, nil); err != nil {
 			return err
 		}
-		deps = append(deps, node.RuntimeName)
+		deps = append(deps, kubenode.RuntimeName)
 	}
-	if err := h.Add(node.NewKubelet(), args[node.KubeletName], deps...); err != nil {
+	if err := h.Add(kubenode.NewKubelet(), args[kubenode.KubeletName], deps...); err != nil {
 		return err
 	}
-	if !c.opts.disableProxy {
-		if err := h.Add(node.NewKubeProxy(), args[node.KubeProxyName], append([]string{node.KubeletName}, c.proxyAfter...)...); err != nil {
+	if !c.Options.DisableProxy {
+		if err := h.Add(kubenode.NewKubeProxy(), args[kubenode.KubeProxyName], append([]string{kubenode.KubeletName}, c.ProxyAfter...)...); err != nil {
 			return err
 		}
 	}
-	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, node.KubeletName); err != nil {
+	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, kubenode.KubeletName); err != nil {
 		return err
 	}
 	// KEP-3920 on nodes: the node reports its gates with the kubelet's
 	// credential, once its Node is registered (it never fails the harness).
 	return h.Add(&featurepub.Reporter{
-		Node:       c.name,
-		Kubeconfig: c.kubeconfig(),
+		Node:       c.Name,
+		Kubeconfig: c.Kubeconfig(),
 		Plan:       func() *scoping.Plan { return h.Status().Plan },
 		UserAgent:  "k3s-like-feature-reporter",
-		Logf:       func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
-	}, nil, node.KubeletName)
+		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
+	}, nil, kubenode.KubeletName)
 }
 
-// afterStop is what the node leaves undone once its components stopped:
+// AfterStop is what the node leaves undone once its components stopped:
 // it unmounts what the kubelet and containerd mounted and, with
 // --cleanup-on-stop, removes kube-proxy's and the kubelet's host rules.
-func (c nodeConfig) afterStop(ctx context.Context, log logr.Logger) {
-	n, err := mounts.UnmountUnder(c.dataDir, newNodeDirs(c.dataDir).run)
+func (c Config) AfterStop(ctx context.Context, log logr.Logger) {
+	n, err := mounts.UnmountUnder(c.DataDir, newDirs(c.DataDir).run)
 	if err != nil {
 		log.Error(err, "Unmounting the node's mounts")
 	}
 	log.Info("Unmounted the node's mounts", "count", n)
-	if !c.opts.cleanupOnStop {
+	if !c.Options.cleanupOnStop {
 		return
 	}
 	var errs []error
-	if !c.opts.disableProxy {
-		errs = append(errs, node.CleanupProxyRules(ctx))
+	if !c.Options.DisableProxy {
+		errs = append(errs, kubenode.CleanupProxyRules(ctx))
 	}
-	errs = append(errs, node.CleanupKubeletRules())
+	errs = append(errs, kubenode.CleanupKubeletRules())
 	if err := errors.Join(errs...); err != nil {
 		log.Error(err, "Removing the node's host rules")
 		return
@@ -310,47 +326,19 @@ func (c nodeConfig) afterStop(ctx context.Context, log logr.Logger) {
 // cniConfigName is the component that writes the node's CNI configuration.
 const cniConfigName = "cni-config"
 
-// prepareNode writes, after the barrier, what the server's node needs on
-// disk: its PKI (from the cluster's CAs), then prepareRuntime's.
-func (o *serverOptions) prepareNode() error {
-	c := o.nodeConfig()
-	l := o.layout()
-	serverCA, err := pki.LoadOrCreateCA(l.ServerCA().CertFile, l.ServerCA().KeyFile, "")
-	if err != nil {
-		return err
-	}
-	clientCA, err := pki.LoadOrCreateCA(l.ClientCA().CertFile, l.ClientCA().KeyFile, "")
-	if err != nil {
-		return err
-	}
-	ip, err := c.ip()
-	if err != nil {
-		return err
-	}
-	servingCA, err := pki.LoadOrCreateCA(l.KubeletServingCA().CertFile, l.KubeletServingCA().KeyFile, "")
-	if err != nil {
-		return err
-	}
-	files := &pki.Files{Dir: l.Dir, ServerCA: serverCA, ClientCA: clientCA, KubeletServingCA: servingCA}
-	if _, err := files.EnsureNode(pki.Node{Name: o.nodeName, IPs: []net.IP{ip}}, o.settings().APIServerURL()); err != nil {
-		return err
-	}
-	return c.prepareRuntime()
-}
-
-// prepareRuntime writes containerd's configuration and the binary under
+// PrepareRuntime writes containerd's configuration and the binary under
 // its shim's and the CNI plugins' names (nothing with
 // --container-runtime-endpoint).
-func (c nodeConfig) prepareRuntime() error {
-	if c.opts.runtimeEndpoint != "" {
+func (c Config) PrepareRuntime() error {
+	if c.Options.runtimeEndpoint != "" {
 		return nil
 	}
-	d := newNodeDirs(c.dataDir)
-	regFile := c.opts.privateRegistry
+	d := newDirs(c.DataDir)
+	regFile := c.Options.privateRegistry
 	if regFile == "" {
 		regFile = defaultRegistriesFile
 	}
-	regs, err := loadRegistries(regFile, c.opts.privateRegistry != "")
+	regs, err := loadRegistries(regFile, c.Options.privateRegistry != "")
 	if err != nil {
 		return err
 	}
@@ -363,7 +351,7 @@ func (c nodeConfig) prepareRuntime() error {
 	if err != nil {
 		return err
 	}
-	for _, name := range append([]string{shimName}, cniPlugins...) {
+	for _, name := range append([]string{ShimName}, CNIPlugins()...) {
 		link := filepath.Join(d.bin, name)
 		_ = os.Remove(link)
 		if err := os.Symlink(self, link); err != nil {
@@ -381,7 +369,7 @@ func (c nodeConfig) prepareRuntime() error {
 // the CRI with the project's sandbox image, runc from the host, the
 // cgroupfs driver, the CNI plugins of this binary, registry mirrors from
 // d.hostsDir() only (not the host's /etc/containerd/certs.d).
-func containerdConfig(d nodeDirs) string {
+func containerdConfig(d dirs) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	return fmt.Sprintf(`version = 3
 root = %s
@@ -428,18 +416,18 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     stream_server_port = "0"
 `, q(filepath.Join(d.agent, "containerd")), q(filepath.Join(d.run, "state")), q(d.socket()), q(d.socket()+".ttrpc"),
 		q(filepath.Join(d.agent, "opt")), q(filepath.Join(d.run, "s")), q(d.hostsDir()), q(platforms.DefaultString()), snapshotter, snapshotter, q(d.hostsDir()), sandboxImage,
-		q(filepath.Join(d.bin, shimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
+		q(filepath.Join(d.bin, ShimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
 }
 
 // writeCNIConfig waits until the node has its pod CIDR (the
 // controller-manager allocates it once the kubelet registered the node),
 // writes the bridge network for it, and waits for the stop.
-func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
+func (c Config) writeCNIConfig(ctx context.Context) error {
 	var n *corev1.Node
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		// The kubelet's kubeconfig: an agent's appears once its TLS
 		// bootstrap is done.
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig())
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 		if err != nil {
 			return false, nil
 		}
@@ -447,7 +435,7 @@ func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		n, err = node.WaitForNode(ctx, client, c.name, node.HasPodCIDR)
+		n, err = kubenode.WaitForNode(ctx, client, c.Name, kubenode.HasPodCIDR)
 		return err == nil, err
 	})
 	if ctx.Err() != nil {
@@ -457,18 +445,18 @@ func (c nodeConfig) writeCNIConfig(ctx context.Context) error {
 		return err
 	}
 	cidr := n.Spec.PodCIDR
-	d := newNodeDirs(c.dataDir)
+	d := newDirs(c.DataDir)
 	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
 		return err
 	}
-	logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
+	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
 	<-ctx.Done()
 	return nil
 }
 
 // cniConflist is the node's pod network: a bridge with the node's pod
 // CIDR (host-local addresses), port mappings, loopback.
-func cniConflist(cidr string, d nodeDirs) string {
+func cniConflist(cidr string, d dirs) string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "k3s-like",
@@ -482,13 +470,13 @@ func cniConflist(cidr string, d nodeDirs) string {
 `, filepath.Join(d.run, "ipam"), cidr)
 }
 
-// containerdLog sends containerd's output to the server's log.
+// containerdLog sends containerd's output to the process's log.
 type containerdLog struct{}
 
 func (containerdLog) Write(p []byte) (int, error) {
 	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
 		if line != "" {
-			logger().WithName("containerd").V(1).Info(line)
+			cli.Logger().WithName("containerd").V(1).Info(line)
 		}
 	}
 	return len(p), nil

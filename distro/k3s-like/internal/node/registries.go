@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 )
 
 // defaultRegistriesFile is --private-registry's default, read only if it
@@ -81,7 +81,7 @@ func (r registries) hosts() []string {
 
 // hostsDir is the directory of containerd's hosts.toml files for the
 // node on d (containerd's registry config_path).
-func (d nodeDirs) hostsDir() string { return filepath.Join(d.agent, "etc", "containerd", "certs.d") }
+func (d dirs) hostsDir() string { return filepath.Join(d.agent, "etc", "containerd", "certs.d") }
 
 // writeHostsDir makes dir hold exactly r's mirrors as containerd reads
 // them: DIR/HOST/hosts.toml ("_default" for "*"), the upstream registry

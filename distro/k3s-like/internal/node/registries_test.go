@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func TestHostsDir(t *testing.T) {
 // configuration of both the CRI's pulls and the transfer service, and the
 // transfer service keeps its unpack platform.
 func TestContainerdConfigRegistry(t *testing.T) {
-	d := newNodeDirs(t.TempDir())
+	d := newDirs(t.TempDir())
 	p := filepath.Join(t.TempDir(), "config.toml")
 	require.NoError(t, os.WriteFile(p, []byte(containerdConfig(d)), 0o600))
 	var cfg srvconfig.Config

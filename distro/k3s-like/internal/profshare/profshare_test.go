@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/profshare"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
 )
 
 // cpuProfile is a CPU profile of d with one sample of ns nanoseconds per

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -13,26 +13,26 @@ import (
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
 // layout is the server's PKI: components/pki's layout in DATA_DIR/tls.
-func (o *serverOptions) layout() pki.Layout { return datadir.PKI(o.dataDir) }
+func (o *options) layout() pki.Layout { return datadir.PKI(o.DataDir) }
 
-func (o *serverOptions) adminKubeconfig() string {
+func (o *options) adminKubeconfig() string {
 	if o.writeKubeconfig != "" {
 		return o.writeKubeconfig
 	}
-	return datadir.AdminKubeconfig(o.dataDir)
+	return datadir.AdminKubeconfig(o.DataDir)
 }
 
-func (o *serverOptions) externalDatastore() bool { return o.datastoreEndpoint != "" }
+func (o *options) externalDatastore() bool { return o.datastoreEndpoint != "" }
 
 // etcdConfig is the embedded etcd's: data in DATA_DIR/etcd, loopback ports,
 // the etcd certificates of the server's PKI layout.
-func (o *serverOptions) etcdConfig() etcd.Config {
+func (o *options) etcdConfig() etcd.Config {
 	return controlplane.EtcdConfig(o.layout(), etcd.Config{
-		DataDir:    datadir.Etcd(o.dataDir),
+		DataDir:    datadir.Etcd(o.DataDir),
 		ClientPort: o.etcdClientPort,
 		PeerPort:   o.etcdPeerPort,
 	})
@@ -41,7 +41,7 @@ func (o *serverOptions) etcdConfig() etcd.Config {
 // settings are the control plane's (components/controlplane): the service
 // CIDR is k3s's; more than one server can exist only on an external
 // datastore, so only there is leader election on.
-func (o *serverOptions) settings() controlplane.Settings {
+func (o *options) settings() controlplane.Settings {
 	s := controlplane.Settings{
 		BindAddress:           o.net.bind,
 		AdvertiseAddress:      o.net.advertise,
@@ -63,11 +63,11 @@ func (o *serverOptions) settings() controlplane.Settings {
 // componentArgs are each component's upstream arguments: the defaults of
 // components/controlplane, the shorthands, then the user's --kube-*-arg
 // values.
-func (o *serverOptions) componentArgs() (map[string][]string, error) {
+func (o *options) componentArgs() (map[string][]string, error) {
 	if err := o.checkShorthands(); err != nil {
 		return nil, err
 	}
-	short, err := o.logging.shorthands()
+	short, err := o.Logging.Shorthands()
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +101,8 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 		}
 		out[name] = kubeargs.Merge(d, short, extra)
 	}
-	if !o.node.disableAgent {
-		nodeArgs, err := o.nodeConfig().nodeArgs(kubeletShort)
+	if !o.node.DisableAgent {
+		nodeArgs, err := o.nodeConfig().Args(kubeletShort)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func (o *serverOptions) componentArgs() (map[string][]string, error) {
 }
 
 // checkShorthands reports a malformed shorthand once, not once per component.
-func (o *serverOptions) checkShorthands() error {
+func (o *options) checkShorthands() error {
 	if o.emulatedVersion != "" {
 		v, err := version.Parse(o.emulatedVersion)
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -9,15 +9,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 )
 
 // parseServer parses args into a fresh server command's flags, then applies
 // the config files, as `k3s-like server` does before it runs.
-func parseServer(t *testing.T, args []string, files ...string) (*serverOptions, error) {
+func parseServer(t *testing.T, args []string, files ...string) (*options, error) {
 	t.Helper()
-	cmd, o := newServerCommandWithOptions()
+	cmd, o := newCommandWithOptions()
 	require.NoError(t, cmd.ParseFlags(args))
-	return o, applyConfig(cmd.Flags(), files)
+	return o, cli.ApplyConfig(cmd.Flags(), cli.Server, files)
 }
 
 // TestConfigFile: k3s's rules. Keys are the long flag names; repeatable
@@ -42,16 +44,16 @@ emulated-version: "1.36"
 	drop2 := filepath.Join(main+".d", "20-last.yaml")
 	require.NoError(t, os.WriteFile(drop1, []byte("kube-apiserver-arg+:\n- audit-log-maxage=3\nhttps-listen-port: 8443\n"), 0o600))
 	require.NoError(t, os.WriteFile(drop2, []byte("kube-scheduler-arg: [v=4]\n"), 0o600))
-	files, err := configFiles(main, func(string) string { return "" })
+	files, err := cli.ConfigFiles(main, func(string) string { return "" })
 	require.NoError(t, err)
 	assert.Equal(t, []string{main, drop1, drop2}, files, "the file, then its drop-ins in lexical order")
 
 	o, err := parseServer(t, []string{"--emulated-version=1.37"}, files...)
 	require.NoError(t, err)
-	assert.Equal(t, "/srv/k3s-like", o.dataDir)
+	assert.Equal(t, "/srv/k3s-like", o.DataDir)
 	assert.Equal(t, 8443, o.httpsPort, "a later file replaces a scalar")
 	assert.True(t, o.disableScheduler)
-	assert.Equal(t, 12*time.Second, o.stopTimeout)
+	assert.Equal(t, 12*time.Second, o.StopTimeout)
 	assert.Equal(t, []string{"v=2", "profiling", "audit-log-maxage=3"}, o.apiserverArgs, "key+: appends")
 	assert.Equal(t, []string{"v=4"}, o.schedulerArgs, "a later file replaces a list")
 	assert.Equal(t, "1.37", o.emulatedVersion, "the command line overrides the files")
@@ -84,9 +86,9 @@ func TestConfigFileErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), f, "names the file")
 		})
 	}
-	_, err := configFiles(filepath.Join(dir, "missing.yaml"), func(string) string { return "" })
+	_, err := cli.ConfigFiles(filepath.Join(dir, "missing.yaml"), func(string) string { return "" })
 	assert.ErrorContains(t, err, "missing.yaml")
-	_, err = configFiles("", func(k string) string {
+	_, err = cli.ConfigFiles("", func(k string) string {
 		if k == "K3S_LIKE_CONFIG_FILE" {
 			return filepath.Join(dir, "env-missing.yaml")
 		}
@@ -94,7 +96,7 @@ func TestConfigFileErrors(t *testing.T) {
 	})
 	assert.ErrorContains(t, err, "env-missing.yaml", "$K3S_LIKE_CONFIG_FILE is explicit too")
 	env := write("env.yaml", "data-dir: /from-env\n")
-	files, err := configFiles("", func(k string) string {
+	files, err := cli.ConfigFiles("", func(k string) string {
 		if k == "K3S_LIKE_CONFIG_FILE" {
 			return env
 		}
@@ -126,7 +128,7 @@ func TestConfigFileMode(t *testing.T) {
 		o, err := parseServer(t, append([]string{"--data-dir=" + t.TempDir()}, args...), files...)
 		require.NoError(t, err)
 		var stderr bytes.Buffer
-		err = o.checkFileModes(&stderr, files, noEnv)
+		err = o.CheckFileModes(&stderr, files, noEnv)
 		assert.NotContains(t, stderr.String(), secret)
 		if err != nil {
 			assert.NotContains(t, err.Error(), secret)
@@ -152,7 +154,7 @@ func TestConfigFileMode(t *testing.T) {
 
 	main := write("main.yaml", "protect-files: true\n", 0o600)
 	dropIn := write("main.yaml.d/10-token.yaml", "token: "+secret+"\n", 0o640)
-	files, err := configFiles(main, noEnv)
+	files, err := cli.ConfigFiles(main, noEnv)
 	require.NoError(t, err)
 	_, err = check(nil, files...)
 	assert.EqualError(t, err, "--protect-files: the config file "+dropIn+" (it sets token) is readable by group or others (mode 0640): chmod 600 "+dropIn, "a drop-in, and --protect-files from a config file")

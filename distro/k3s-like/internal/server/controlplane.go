@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -34,8 +36,8 @@ func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
 }
 
 // newControlPlane adds the components this server runs, with their arguments.
-func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane, error) {
-	h := &harness.Harness{StopTimeout: o.stopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
+func (o *options) newControlPlane(args map[string][]string) (*controlPlane, error) {
+	h := &harness.Harness{StopTimeout: o.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
 	if !o.exitOnLeaseLoss {
 		// A lost lease (a datastore stalled longer than the renew
 		// deadline) demotes that component to a standby that campaigns
@@ -57,11 +59,11 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	// an identity of its own (node-join binds its role; until then it
 	// retries).
 	pub := &featurepub.Publisher{
-		Server:       o.nodeName,
-		FieldManager: "k3s-like/" + o.nodeName,
+		Server:       o.NodeName,
+		FieldManager: "k3s-like/" + o.NodeName,
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	// The cluster's view of each Feature, the nodes' reports included; the
 	// servers share its field manager.
@@ -69,7 +71,7 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 		FieldManager: "k3s-like/node-summary",
 		UserAgent:    "k3s-like-feature-summarizer",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
+		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
@@ -81,22 +83,22 @@ func (o *serverOptions) newControlPlane(args map[string][]string) (*controlPlane
 	}).Add(h, args); err != nil {
 		return nil, err
 	}
-	if err := o.addNodeJoin(h); err != nil {
+	if err := o.nodeJoin().Add(h); err != nil {
 		return nil, err
 	}
 	// The agents' kubelets ask for their serving certificates; node-join
 	// binds the approver's role.
 	if err := h.Add(&node.ServingApprover{
 		Kubeconfig: o.layout().KubeletServingApproverKubeconfig(),
-		Logf:       func(format string, a ...any) { logger().Info(fmt.Sprintf(format, a...)) },
-	}, nil, nodeJoinName); err != nil {
+		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
+	}, nil, cluster.NodeJoinName); err != nil {
 		return nil, err
 	}
-	if err := o.addManifests(h); err != nil {
+	if err := o.manifests().Add(h); err != nil {
 		return nil, err
 	}
-	if !o.node.disableAgent {
-		if err := o.nodeConfig().addNode(h, args); err != nil {
+	if !o.node.DisableAgent {
+		if err := o.nodeConfig().Add(h, args); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // printPlan parses every component's arguments and runs the barrier without
 // applying it, then prints the plan, or the conflicts.
-func (o *serverOptions) printPlan(ctx context.Context, h *harness.Harness, args map[string][]string, stdout io.Writer) error {
+func (o *options) printPlan(ctx context.Context, h *harness.Harness, args map[string][]string, stdout io.Writer) error {
 	plan, err := h.DryRun(ctx)
 	if err != nil {
 		return err

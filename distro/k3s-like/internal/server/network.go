@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"fmt"
@@ -63,11 +63,11 @@ func localHostNames() ([]string, string, error) {
 // server runs no node (--disable-agent), and otherwise, as k3s, on every
 // address, advertising the node's IP: Pods reach it through the
 // kubernetes Service, whose endpoint is the advertised address.
-func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
+func (o *options) resolveNetwork(host hostNames) (network, error) {
 	n := network{bind: o.bindAddress}
 	if n.bind == "" {
 		n.bind = "127.0.0.1"
-		if !o.node.disableAgent {
+		if !o.node.DisableAgent {
 			n.bind = "0.0.0.0"
 		}
 	}
@@ -101,8 +101,8 @@ func (o *serverOptions) resolveNetwork(host hostNames) (network, error) {
 			return n, fmt.Errorf("--advertise-address=%s: kube-apiserver listens on loopback only (--bind-address=%s): also set --bind-address=0.0.0.0 or --bind-address=%s", o.advertiseAddress, n.bind, o.advertiseAddress)
 		}
 		n.advertise = o.advertiseAddress
-	case bind.IsUnspecified() && o.bindAddress == "" && o.node.nodeIP != "":
-		n.advertise = o.node.nodeIP // the node's IP, which Pods reach
+	case bind.IsUnspecified() && o.bindAddress == "" && o.node.NodeIP != "":
+		n.advertise = o.node.NodeIP // the node's IP, which Pods reach
 	case bind.IsUnspecified():
 		// Upstream's choice for an unspecified bind address: the address of
 		// the default route's interface; a host without one advertises
@@ -137,7 +137,7 @@ func checkSAN(san string) error {
 // checkCIDRs checks --service-cidr, --cluster-cidr, --cluster-dns and
 // --cluster-domain: the two ranges parse and do not overlap, the DNS
 // address is in the service range.
-func (o *serverOptions) checkCIDRs() error {
+func (o *options) checkCIDRs() error {
 	service, err := netip.ParsePrefix(o.serviceCIDR)
 	if err != nil {
 		return fmt.Errorf("--service-cidr=%s: %v (e.g. %s)", o.serviceCIDR, err, defaultServiceCIDR)
@@ -163,7 +163,7 @@ func (o *serverOptions) checkCIDRs() error {
 
 // clusterDNSAddress is --cluster-dns, or k3s's default: the tenth address
 // of the service range (10.43.0.10).
-func (o *serverOptions) clusterDNSAddress() string {
+func (o *options) clusterDNSAddress() string {
 	if o.clusterDNS != "" {
 		return o.clusterDNS
 	}

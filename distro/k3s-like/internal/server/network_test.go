@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func TestResolveNetwork(t *testing.T) {
 	n, err := o.resolveNetwork(fakeHost)
 	require.NoError(t, err)
 	assert.Equal(t, "0.0.0.0", n.bind)
-	ip, err := o.nodeConfig().ip()
+	ip, err := o.nodeConfig().IP()
 	require.NoError(t, err)
 	assert.Equal(t, ip.String(), n.advertise)
 

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func TestNodeArgs(t *testing.T) {
 	proxy := args[node.KubeProxyName]
 	require.NotEmpty(t, proxy)
 	for key, want := range map[string]string{
-		"hostname-override": "node-a", "kubeconfig": o.nodeConfig().kubeconfig(), "cluster-cidr": "10.244.0.0/16",
+		"hostname-override": "node-a", "kubeconfig": o.nodeConfig().Kubeconfig(), "cluster-cidr": "10.244.0.0/16",
 		"proxy-mode": "nftables", "v": "3", "feature-gates": "AllAlpha=false", "conntrack-max-per-core": "0",
 	} {
 		got, ok := kubeargs.Value(proxy, key)

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 )
 
 // ensurePKI makes the server's PKI: on an external datastore from the
@@ -23,14 +25,14 @@ import (
 // --token), otherwise locally. A full token (one that pins the server CA)
 // never starts a cluster: on a datastore without one it is an error before
 // anything is generated (bootstrap.NoClusterError).
-func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
+func (o *options) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if !o.externalDatastore() {
 		if err := o.writePKI(); err != nil {
 			return err
 		}
 		return o.writeEmbeddedToken(log)
 	}
-	tok, source, found, err := o.resolveToken(os.Getenv)
+	tok, source, found, err := o.ResolveToken(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -62,21 +64,21 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 			return err
 		}
 		if exists {
-			return fmt.Errorf("the datastore %s holds a cluster: give this server its token (--token-file with the first server's %s)", o.datastoreEndpoint, tokenFile("DATA_DIR"))
+			return fmt.Errorf("the datastore %s holds a cluster: give this server its token (--token-file with the first server's %s)", o.datastoreEndpoint, cluster.TokenFile("DATA_DIR"))
 		}
-		secret, err := newSecret()
+		secret, err := cluster.NewSecret()
 		if err != nil {
 			return err
 		}
-		tok, source = clusterToken{secret: secret}, "generated"
-	} else if tok.caHash == "" {
+		tok, source = cluster.Token{Secret: secret}, "generated"
+	} else if tok.CAHash == "" {
 		log.Info(fmt.Sprintf("Warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token", source))
 	}
 	// With a pin, Sync refuses an empty datastore and any record whose
 	// server CA is not the pinned one or whose CA key is not that CA's,
 	// before anything is generated or written.
 	err = bootstrap.Sync(sctx, bootstrap.Config{
-		KV: client, Secret: tok.secret, Pinned: tok.caHash,
+		KV: client, Secret: tok.Secret, Pinned: tok.CAHash,
 		Dir: o.layout().Dir, Generate: o.writePKI, Log: log,
 	})
 	if err != nil {
@@ -87,20 +89,20 @@ func (o *serverOptions) ensurePKI(ctx context.Context, log logr.Logger) error {
 
 // writeFullToken checks tok against the cluster CA (when it pins one) and
 // writes the full token to DATA_DIR/token (0600), saying so if it changed.
-func (o *serverOptions) writeFullToken(log logr.Logger, tok clusterToken, source string) error {
+func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source string) error {
 	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
 	if err != nil {
 		return err
 	}
-	if err := tok.checkCA(ca); err != nil {
+	if err := tok.CheckCA(ca); err != nil {
 		return err
 	}
-	changed, err := writeTokenFile(o.dataDir, tok.full(ca))
+	changed, err := cluster.WriteTokenFile(o.DataDir, tok.Full(ca))
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", tokenFile(o.dataDir), err)
+		return fmt.Errorf("writing %s: %w", cluster.TokenFile(o.DataDir), err)
 	}
 	if changed {
-		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, tokenFile(o.dataDir)))
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, cluster.TokenFile(o.DataDir)))
 	}
 	return nil
 }
@@ -110,24 +112,24 @@ func (o *serverOptions) writeFullToken(log logr.Logger, tok clusterToken, source
 // (--token, --token-file, the environment, a token file already there),
 // checked against the cluster CA when it pins one, or a new secret. It is
 // what an agent joins with.
-func (o *serverOptions) writeEmbeddedToken(log logr.Logger) error {
-	tok, source, found, err := o.resolveToken(os.Getenv)
+func (o *options) writeEmbeddedToken(log logr.Logger) error {
+	tok, source, found, err := o.ResolveToken(os.Getenv)
 	if err != nil {
 		return err
 	}
 	if !found {
-		secret, err := newSecret()
+		secret, err := cluster.NewSecret()
 		if err != nil {
 			return err
 		}
-		tok, source = clusterToken{secret: secret}, "generated"
+		tok, source = cluster.Token{Secret: secret}, "generated"
 	}
 	return o.writeFullToken(log, tok, source)
 }
 
 // writePKI creates the certificates, keys and kubeconfigs on first start and
 // reuses them after (components/pki), and writes the admin kubeconfig.
-func (o *serverOptions) writePKI() error {
+func (o *options) writePKI() error {
 	// The admin's kubeconfig is for users, on this host or another: it
 	// points at the advertised address, the components' at the local one.
 	if _, err := controlplane.EnsurePKI(o.layout(), o.settings(), o.adminKubeconfig()); err != nil {
@@ -138,8 +140,8 @@ func (o *serverOptions) writePKI() error {
 		return err
 	}
 	// Through the file pki just renamed into place, not a link planted
-	// there since (noFollow).
-	f, err := os.OpenFile(o.adminKubeconfig(), os.O_RDONLY|noFollow, 0)
+	// there since (cli.NoFollow).
+	f, err := os.OpenFile(o.adminKubeconfig(), os.O_RDONLY|cli.NoFollow, 0)
 	if err != nil {
 		return fmt.Errorf("--write-kubeconfig-mode: %w", err)
 	}

@@ -1,31 +1,29 @@
-package main
+package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	basever "k8s.io/component-base/version"
 
 	"github.com/kubeharness/kubeharness/components/etcd"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/daemon"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/deploy"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 	"github.com/kubeharness/kubeharness/harness"
-	"github.com/kubeharness/kubeharness/heldlog"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
 // run checks the flags and runs the server until ctx ends or it fails; with
 // --dry-run it prints the plan instead.
-func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
+func (o *options) run(ctx context.Context, stdout io.Writer) error {
 	started := time.Now()
 	args, limit, err := o.check()
 	if err != nil {
@@ -38,18 +36,35 @@ func (o *serverOptions) run(ctx context.Context, stdout io.Writer) error {
 	if o.dryRun {
 		return o.printPlan(ctx, cp.h, args, stdout)
 	}
-	return o.serve(ctx, cp, args, limit, started)
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	d := daemon.Daemon{
+		Started: started,
+		Prepare: func(ctx context.Context) (*harness.Harness, error) {
+			cp.h.AfterBarrier = append(cp.h.AfterBarrier, o.afterBarrier(ctx, cp, args)...)
+			return cp.h, nil
+		},
+		Ready: func(log logr.Logger, elapsed time.Duration) {
+			log.Info(fmt.Sprintf("ready in %s; KUBECONFIG=%s kubectl get nodes", elapsed.Round(100*time.Millisecond), o.adminKubeconfig()))
+		},
+		Explain: func(err error) error { return explainDatastore(err, datadir.Etcd(o.DataDir)) },
+	}
+	if !o.node.DisableAgent {
+		d.AfterStop = o.nodeConfig().AfterStop
+	}
+	return d.Run(ctx)
 }
 
 // check checks the flags and returns each component's arguments and the
 // memory limit; not with --dry-run, it also sends the log to --log and makes
 // sure the data dir is writable. Each error is one line naming the flag.
-func (o *serverOptions) check() (args map[string][]string, limit int64, err error) {
+func (o *options) check() (args map[string][]string, limit int64, err error) {
 	if o.output != "table" && o.output != "json" {
 		return nil, 0, fmt.Errorf("--output=%s: want table or json", o.output)
 	}
 	if !o.dryRun {
-		if err := o.logging.redirect(); err != nil {
+		if err := o.Logging.Redirect(); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -59,10 +74,10 @@ func (o *serverOptions) check() (args map[string][]string, limit int64, err erro
 	if args, err = o.componentArgs(); err != nil {
 		return nil, 0, err
 	}
-	if err := o.checkManifestFlags(); err != nil {
+	if err := deploy.CheckFlags(o.disable, o.dnsUpstreams); err != nil {
 		return nil, 0, err
 	}
-	if _, err := statusUsesTLS(o.statusAddress, o.statusTLS); err != nil {
+	if _, err := status.UsesTLS(o.statusAddress, o.statusTLS); err != nil {
 		return nil, 0, err
 	}
 	if _, err := parseFileMode(o.kubeconfigMode); err != nil {
@@ -72,77 +87,41 @@ func (o *serverOptions) check() (args map[string][]string, limit int64, err erro
 		return nil, 0, err
 	}
 	if !o.dryRun {
-		if err := checkWritable(o.dataDir); err != nil {
+		if err := cli.CheckWritable(o.DataDir); err != nil {
 			return nil, 0, err
 		}
 	}
 	return args, limit, nil
 }
 
-// serve runs the harness of cp until ctx ends (SIGINT, SIGTERM) or it
-// fails: logging held until the barrier configures it, the PKI written and
-// the status listener opened only once the barrier passed, systemd told.
-func (o *serverOptions) serve(ctx context.Context, cp *controlPlane, args map[string][]string, limit int64, started time.Time) error {
-	h := cp.h
-	log := logger()
-	if limit > 0 {
-		debug.SetMemoryLimit(limit)
-	}
-	// The harness's lines from before the barrier wait for the format it
-	// configures (package heldlog).
-	var release func()
-	h.Logger, release = heldlog.New()
-	defer release()
-	systemd := takeNotifySocket()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	context.AfterFunc(ctx, func() {
-		if err := systemd.notify("STOPPING=1"); err != nil {
-			log.Error(err, "Telling systemd the server stops")
-		}
-	})
-	// Certificates, keys and kubeconfigs are written, and the status
-	// listener opened, only once the barrier passed: a conflict leaves the
-	// data dir as it was and opens no port.
-	var passed atomic.Bool
-	h.AfterBarrier = append(h.AfterBarrier, func(p *scoping.Plan) error {
-		passed.Store(true)
-		release()
+// afterBarrier are the server's barrier hooks, run after the daemon's
+// (which configured the log): how each component runs, the datastore's
+// storage version; then certificates, keys and kubeconfigs are written,
+// and the status listener opened, only once the barrier passed: a conflict
+// leaves the data dir as it was and opens no port.
+func (o *options) afterBarrier(ctx context.Context, cp *controlPlane, args map[string][]string) []harness.BarrierHook {
+	log := cli.Logger()
+	hooks := []harness.BarrierHook{func(p *scoping.Plan) error {
 		log.Info("Running Kubernetes", "version", basever.Get().GitVersion, "emulatedVersion", p.EmulationVersion, "minCompatibilityVersion", p.MinCompatibilityVersion)
-		o.logComponents(log, h, args)
+		o.logComponents(log, cp.h, args)
 		return nil
-	})
+	}}
 	if cp.db != nil {
-		h.AfterBarrier = append(h.AfterBarrier, keepDatastoreFor(cp.db, log))
+		hooks = append(hooks, keepDatastoreFor(cp.db, log))
 	}
-	h.AfterBarrier = append(h.AfterBarrier,
+	hooks = append(hooks,
 		func(*scoping.Plan) error { return o.ensurePKI(ctx, log) },
-		func(*scoping.Plan) error { return o.serveStatus(ctx, cp) })
-	if !o.node.disableAgent {
-		h.AfterBarrier = append(h.AfterBarrier, func(*scoping.Plan) error { return o.prepareNode() })
+		func(*scoping.Plan) error { return o.statusEndpoint(cp).Serve(ctx) })
+	if !o.node.DisableAgent {
+		hooks = append(hooks, func(*scoping.Plan) error { return o.prepareNode() })
 	}
-	go o.announceReady(ctx, h, log, started, systemd)
-	err := h.Run(ctx)
-	if !o.node.disableAgent && passed.Load() {
-		o.nodeConfig().afterStop(context.WithoutCancel(ctx), log)
-	}
-	if err != nil {
-		err = explainDatastore(err, datadir.Etcd(o.dataDir))
-		if !passed.Load() {
-			release()
-			return err // logging is not configured: one plain line, the last
-		}
-		log.Error(err, "Stopped")
-		return exitCode(1)
-	}
-	log.Info("Stopped")
-	return nil
+	return hooks
 }
 
 // logComponents logs how each component runs, in the order they start, as
 // k3s does ("Running kube-scheduler --flag=value ..."), secret values
 // redacted (harness.RedactArgs).
-func (o *serverOptions) logComponents(log logr.Logger, h *harness.Harness, args map[string][]string) {
+func (o *options) logComponents(log logr.Logger, h *harness.Harness, args map[string][]string) {
 	for _, c := range h.Status().Components {
 		switch {
 		case c.Name == etcd.Name:
@@ -154,40 +133,14 @@ func (o *serverOptions) logComponents(log logr.Logger, h *harness.Harness, args 
 	}
 }
 
-// announceReady logs how to use the server once every component is ready,
-// and tells systemd.
-func (o *serverOptions) announceReady(ctx context.Context, h *harness.Harness, log logr.Logger, started time.Time, systemd notifier) {
-	if h.WaitReady(ctx) != nil {
-		return
+// statusEndpoint is the server's status endpoint (--status-address).
+func (o *options) statusEndpoint(cp *controlPlane) status.Endpoint {
+	e := status.Endpoint{
+		Address: o.statusAddress, TLS: o.statusTLS, Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
+		EnablePprof: o.enablePprof, Harness: cp.h, LeaderElection: cp.leaderElection,
 	}
-	log.Info(fmt.Sprintf("ready in %s; KUBECONFIG=%s kubectl get nodes", time.Since(started).Round(100*time.Millisecond), o.adminKubeconfig()))
-	if err := systemd.notify("READY=1"); err != nil {
-		log.Error(err, "Telling systemd the server is ready")
+	if cp.summary != nil {
+		e.Summaries = cp.summary.Last
 	}
-}
-
-// checkWritable creates the data dir if it is missing and fails with one
-// line naming what to fix. A data dir it creates is 0700: it holds private
-// keys and the etcd data (never more open, whatever the umask: a umask only
-// clears bits). An existing dir keeps its mode (MkdirAll leaves it, and nothing
-// chmods it): it is the operator's, who may have set that mode on purpose.
-// TestFileModes checks the mode of a data dir the binary created.
-func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("data dir %s cannot be created (%v): choose another --data-dir", dir, unwrapPath(err))
-	}
-	probe, err := os.CreateTemp(dir, ".write-probe-*")
-	if err != nil {
-		return fmt.Errorf("data dir %s is not writable (%v): fix its permissions or choose another --data-dir", dir, unwrapPath(err))
-	}
-	probe.Close()
-	return os.Remove(probe.Name())
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return e
 }

@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -237,7 +237,7 @@ func TestStatusPprofOptIn(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
 		return w.Code, w.Body.String()
 	}
-	off := (&serverOptions{}).statusHandler(&controlPlane{h: &harness.Harness{}})
+	off := Endpoint{Harness: &harness.Harness{}}.Handler()
 	for _, p := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace", "/debug/pprof/goroutine", "/debug/pprof/symbol"} {
 		code, body := get(off, p)
 		assert.Equal(t, http.StatusNotFound, code, p)
@@ -249,7 +249,7 @@ func TestStatusPprofOptIn(t *testing.T) {
 	assert.Contains(t, body, "/components")
 	assert.NotContains(t, body, "/debug")
 
-	on := (&serverOptions{enablePprof: true}).statusHandler(&controlPlane{h: &harness.Harness{}})
+	on := Endpoint{EnablePprof: true, Harness: &harness.Harness{}}.Handler()
 	for _, p := range []string{"/debug/pprof/profile?seconds=86400", "/debug/pprof/profile?seconds=61", "/debug/pprof/trace?seconds=60.5", "/debug/pprof/heap?seconds=3600", "/debug/pprof/profile?seconds=NaN", "/debug/pprof/trace?seconds=x", "/debug/pprof/profile?seconds=Inf"} {
 		code, body := get(on, p)
 		assert.Equal(t, http.StatusBadRequest, code, p)

@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/zpages"
 )
@@ -27,7 +28,7 @@ func statusPaths(pprof bool) []string {
 // a trace holds the process's one profiler, or tracer, that long.
 const statusProfileMaxSeconds = 60
 
-// statusHandler is what --status-address serves: the harness status handler
+// Handler is what --status-address serves: the harness status handler
 // (/components, /features, /livez, /readyz, /healthz, /metrics: see
 // harness.Harness.Handler), /leader-election, /features/nodes (the node
 // summarizer's last summaries, by gate: featurepub.Summary), the z-pages (package
@@ -43,25 +44,29 @@ const statusProfileMaxSeconds = 60
 //     statusProfileMaxSeconds; not /debug/pprof/cmdline (404), which would
 //     show the arguments unredacted.
 //
-// Who may read them is statusGuard's business (serveStatus).
-func (o *serverOptions) statusHandler(cp *controlPlane) http.Handler {
+// Who may read them is statusGuard's business (Serve).
+func (e Endpoint) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", cp.h.Handler())
+	mux.Handle("/", e.Harness.Handler())
 	mux.HandleFunc("GET /leader-election", func(w http.ResponseWriter, _ *http.Request) {
+		le := map[string]components.LeaderElection{}
+		if e.LeaderElection != nil {
+			le = e.LeaderElection()
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(cp.leaderElection())
+		_ = json.NewEncoder(w).Encode(le)
 	})
 	mux.HandleFunc("GET /features/nodes", func(w http.ResponseWriter, _ *http.Request) {
 		sums := map[string]featurepub.Summary{}
-		if cp.summary != nil {
-			if last := cp.summary.Last(); last != nil {
+		if e.Summaries != nil {
+			if last := e.Summaries(); last != nil {
 				sums = last
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(sums)
 	})
-	zpages.Install(mux, cp.h, "k3s-like", statusPaths(o.enablePprof))
+	zpages.Install(mux, e.Harness, "k3s-like", statusPaths(e.EnablePprof))
 	// /debug/pprof: net/http/pprof's handlers, for `k3s-like top` and go
 	// tool pprof: the index, every runtime profile by name through it
 	// (heap, goroutine, allocs, block, mutex, threadcreate), profile (CPU),
@@ -71,7 +76,7 @@ func (o *serverOptions) statusHandler(cp *controlPlane) http.Handler {
 	// (/components shows them redacted). pprof.Index would answer 404 for
 	// it anyway (no runtime profile has that name); the route says so
 	// explicitly. The index page still lists a cmdline link.
-	if !o.enablePprof {
+	if !e.EnablePprof {
 		mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, "404 page not found: the server's profiles are off; start it with --enable-pprof", http.StatusNotFound)
 		})

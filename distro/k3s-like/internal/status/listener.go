@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -16,26 +19,44 @@ import (
 // little more than the longest profile (statusProfileMaxSeconds).
 const statusWriteTimeout = (statusProfileMaxSeconds + 10) * time.Second
 
-// serveStatus serves the harness status handler, and /leader-election,
-// until ctx ends: over TLS to whom statusGuard allows.
-func (o *serverOptions) serveStatus(ctx context.Context, cp *controlPlane) error {
-	useTLS, err := statusUsesTLS(o.statusAddress, o.statusTLS)
+// Endpoint is a server's status endpoint (--status-address).
+type Endpoint struct {
+	Address string // --status-address
+	TLS     string // --status-tls
+	// Layout is the server's PKI: the serving certificate and the client CA
+	// of a TLS endpoint.
+	Layout          pki.Layout
+	AdminKubeconfig string // asks the apiserver who may read what
+	EnablePprof     bool   // --enable-pprof
+	Harness         *harness.Harness
+	// LeaderElection reports each elected component's leader election
+	// (/leader-election); nil reports none.
+	LeaderElection func() map[string]components.LeaderElection
+	// Summaries are the node summarizer's last summaries, by gate
+	// (/features/nodes); nil, or nil returned, serves none.
+	Summaries func() map[string]featurepub.Summary
+}
+
+// Serve serves Handler until ctx ends: over TLS to whom statusGuard
+// allows. It returns once it listens.
+func (e Endpoint) Serve(ctx context.Context) error {
+	useTLS, err := UsesTLS(e.Address, e.TLS)
 	if err != nil {
 		return err
 	}
-	guard := statusGuard{next: o.statusHandler(cp)}
+	guard := statusGuard{next: e.Handler()}
 	var tlsConfig *tls.Config
 	if useTLS {
-		if tlsConfig, err = statusServerTLS(o.layout()); err != nil {
-			return fmt.Errorf("--status-address %s needs TLS: %w", o.statusAddress, err)
+		if tlsConfig, err = statusServerTLS(e.Layout); err != nil {
+			return fmt.Errorf("--status-address %s needs TLS: %w", e.Address, err)
 		}
-		if guard.authz, err = statusAuthorizer(o.adminKubeconfig()); err != nil {
-			return fmt.Errorf("--status-address %s: %w", o.statusAddress, err)
+		if guard.authz, err = statusAuthorizer(e.AdminKubeconfig); err != nil {
+			return fmt.Errorf("--status-address %s: %w", e.Address, err)
 		}
 	}
-	ln, err := net.Listen("tcp", o.statusAddress)
+	ln, err := net.Listen("tcp", e.Address)
 	if err != nil {
-		return fmt.Errorf("--status-address %s: %w", o.statusAddress, err)
+		return fmt.Errorf("--status-address %s: %w", e.Address, err)
 	}
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)

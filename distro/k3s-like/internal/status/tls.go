@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"crypto/tls"
@@ -25,17 +25,17 @@ import (
 // and authorization beyond the health paths (statusGuard).
 // --status-tls=always asks for the latter on loopback too.
 const (
-	statusTLSAuto   = "auto"
-	statusTLSAlways = "always"
+	TLSAuto   = "auto"
+	TLSAlways = "always"
 )
 
-// statusUsesTLS reports whether the status endpoint at addr is served (or
+// UsesTLS reports whether the status endpoint at addr is served (or
 // reached) over TLS in mode.
-func statusUsesTLS(addr, mode string) (bool, error) {
+func UsesTLS(addr, mode string) (bool, error) {
 	switch mode {
-	case statusTLSAlways:
+	case TLSAlways:
 		return true, nil
-	case statusTLSAuto, "":
+	case TLSAuto, "":
 	default:
 		return false, fmt.Errorf("--status-tls=%s: want auto or always", mode)
 	}
@@ -72,24 +72,27 @@ func statusServerTLS(l pki.Layout) (*tls.Config, error) {
 	}, nil
 }
 
-// statusClient reaches a server's status endpoint, over TLS with the
+// Client reaches a server's status endpoint, over TLS with the
 // kubeconfig's client certificate and CA when the endpoint is served so.
-type statusClient struct {
-	addr       string
-	tlsMode    string
-	kubeconfig string
+type Client struct {
+	Addr       string
+	TLSMode    string
+	Kubeconfig string
 }
 
-// addFlags adds --status-address, --status-tls and --status-kubeconfig.
-func (c *statusClient) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&c.addr, "status-address", "127.0.0.1:10290", "The server's --status-address")
-	cmd.Flags().StringVar(&c.tlsMode, "status-tls", statusTLSAuto, "As the server's --status-tls: auto (TLS unless the address is loopback) or always")
-	cmd.Flags().StringVar(&c.kubeconfig, "status-kubeconfig", "", "Kubeconfig whose client certificate and CA reach a TLS status endpoint (default $KUBECONFIG)")
+// AddFlags adds --status-address, --status-tls and --status-kubeconfig.
+func (c *Client) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.Addr, "status-address", DefaultAddress, "The server's --status-address")
+	cmd.Flags().StringVar(&c.TLSMode, "status-tls", TLSAuto, "As the server's --status-tls: auto (TLS unless the address is loopback) or always")
+	cmd.Flags().StringVar(&c.Kubeconfig, "status-kubeconfig", "", "Kubeconfig whose client certificate and CA reach a TLS status endpoint (default $KUBECONFIG)")
 }
 
-// get returns the body of path.
-func (c *statusClient) get(path string) ([]byte, error) {
-	useTLS, err := statusUsesTLS(c.addr, c.tlsMode)
+// DefaultAddress is the default --status-address.
+const DefaultAddress = "127.0.0.1:10290"
+
+// Get returns the body of path.
+func (c *Client) Get(path string) ([]byte, error) {
+	useTLS, err := UsesTLS(c.Addr, c.TLSMode)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +100,12 @@ func (c *statusClient) get(path string) ([]byte, error) {
 	scheme := "http"
 	if useTLS {
 		scheme = "https"
-		kubeconfig := c.kubeconfig
+		kubeconfig := c.Kubeconfig
 		if kubeconfig == "" {
 			kubeconfig = os.Getenv("KUBECONFIG")
 		}
 		if kubeconfig == "" {
-			return nil, fmt.Errorf("the status endpoint %s is TLS: give --status-kubeconfig (or $KUBECONFIG) with a client certificate of the cluster", c.addr)
+			return nil, fmt.Errorf("the status endpoint %s is TLS: give --status-kubeconfig (or $KUBECONFIG) with a client certificate of the cluster", c.Addr)
 		}
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
@@ -115,9 +118,9 @@ func (c *statusClient) get(path string) ([]byte, error) {
 		client.Transport = &http.Transport{TLSClientConfig: tlsConfig}
 		defer client.CloseIdleConnections()
 	}
-	resp, err := client.Get(scheme + "://" + c.addr + path)
+	resp, err := client.Get(scheme + "://" + c.Addr + path)
 	if err != nil {
-		return nil, fmt.Errorf("no server answers at --status-address %s: %w", c.addr, err)
+		return nil, fmt.Errorf("no server answers at --status-address %s: %w", c.Addr, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -125,17 +128,17 @@ func (c *statusClient) get(path string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &statusError{URL: c.addr + path, Code: resp.StatusCode, Status: resp.Status, Body: string(body)}
+		return nil, &ResponseError{URL: c.Addr + path, Code: resp.StatusCode, Status: resp.Status, Body: string(body)}
 	}
 	return body, nil
 }
 
-// statusError is a status endpoint's answer other than 200.
-type statusError struct {
+// ResponseError is a status endpoint's answer other than 200.
+type ResponseError struct {
 	URL    string // address and path
 	Code   int
 	Status string
 	Body   string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("%s: %s: %s", e.URL, e.Status, e.Body) }
+func (e *ResponseError) Error() string { return fmt.Sprintf("%s: %s: %s", e.URL, e.Status, e.Body) }

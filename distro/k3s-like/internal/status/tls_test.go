@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"testing"
@@ -21,15 +21,15 @@ func TestStatusUsesTLS(t *testing.T) {
 		"10.0.0.5:10290":  true,
 		"example.com:443": true,
 	} {
-		got, err := statusUsesTLS(addr, statusTLSAuto)
+		got, err := UsesTLS(addr, TLSAuto)
 		require.NoError(t, err, addr)
 		assert.Equal(t, want, got, addr)
-		got, err = statusUsesTLS(addr, statusTLSAlways)
+		got, err = UsesTLS(addr, TLSAlways)
 		require.NoError(t, err, addr)
 		assert.True(t, got, "always: %s", addr)
 	}
-	_, err := statusUsesTLS("127.0.0.1:1", "never")
+	_, err := UsesTLS("127.0.0.1:1", "never")
 	assert.ErrorContains(t, err, "--status-tls=never: want auto or always")
-	_, err = statusUsesTLS("no-port", statusTLSAuto)
+	_, err = UsesTLS("no-port", TLSAuto)
 	assert.ErrorContains(t, err, "--status-address no-port")
 }

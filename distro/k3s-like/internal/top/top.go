@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"cmp"
@@ -15,7 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/profshare"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 )
 
 // topOutputs are the -o formats of `k3s-like top`.
@@ -33,8 +34,9 @@ const topOther = profshare.Other
 // samples are added up.
 const topChunk = 5 * time.Second
 
-func newTopCommand() *cobra.Command {
-	var status statusClient
+// NewCommand is `k3s-like top`.
+func NewCommand() *cobra.Command {
+	var client status.Client
 	var opts topOptions
 	cmd := &cobra.Command{
 		Use:   "top",
@@ -61,14 +63,14 @@ heap profiles carry no labels.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
-			report, err := opts.take(&status)
+			report, err := opts.take(&client)
 			if err != nil {
 				return err
 			}
 			return opts.print(cmd.OutOrStdout(), report)
 		},
 	}
-	status.addFlags(cmd)
+	client.AddFlags(cmd)
 	cmd.Flags().IntVar(&opts.seconds, "seconds", 10, "How long to profile the server's CPU, in seconds")
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "Output format: "+strings.Join(topOutputs(), ", "))
 	return cmd
@@ -92,20 +94,20 @@ func (o *topOptions) validate() error {
 
 // take profiles the server's CPU for o.seconds, in pieces of at most
 // topChunk, then takes a goroutine profile, and adds them up by component.
-func (o *topOptions) take(status *statusClient) (*topReport, error) {
+func (o *topOptions) take(client *status.Client) (*topReport, error) {
 	var cpu [][]byte
 	chunk := int(topChunk / time.Second)
 	for left := o.seconds; left > 0; left -= chunk {
-		body, err := status.get("/debug/pprof/profile?seconds=" + strconv.Itoa(min(left, chunk)))
-		if se, ok := errors.AsType[*statusError](err); ok && se.Code == http.StatusNotFound {
-			return nil, fmt.Errorf("the server at --status-address %s serves no profiles: start it with --enable-pprof", status.addr)
+		body, err := client.Get("/debug/pprof/profile?seconds=" + strconv.Itoa(min(left, chunk)))
+		if se, ok := errors.AsType[*status.ResponseError](err); ok && se.Code == http.StatusNotFound {
+			return nil, fmt.Errorf("the server at --status-address %s serves no profiles: start it with --enable-pprof", client.Addr)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("the CPU profile: %w", err)
 		}
 		cpu = append(cpu, body)
 	}
-	goroutines, err := status.get("/debug/pprof/goroutine?debug=0")
+	goroutines, err := client.Get("/debug/pprof/goroutine?debug=0")
 	if err != nil {
 		return nil, fmt.Errorf("the goroutine profile: %w", err)
 	}

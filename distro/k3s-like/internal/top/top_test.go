@@ -1,10 +1,9 @@
-package main
+package top
 
 import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -197,9 +197,9 @@ func TestTopTakesProfilesInPieces(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	status := &statusClient{addr: strings.TrimPrefix(srv.URL, "http://"), tlsMode: statusTLSAuto}
+	client := &status.Client{Addr: strings.TrimPrefix(srv.URL, "http://"), TLSMode: status.TLSAuto}
 
-	report, err := (&topOptions{seconds: 12, output: "table"}).take(status)
+	report, err := (&topOptions{seconds: 12, output: "table"}).take(client)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"profile?seconds=5", "profile?seconds=5", "profile?seconds=2", "goroutine?debug=0"}, asked)
 	assert.Equal(t, []topRow{{Component: "kube-scheduler", CPUPercent: 100, CPUSeconds: 3, Goroutines: 3}}, report.Components)
@@ -210,52 +210,19 @@ func TestTopTakesProfilesInPieces(t *testing.T) {
 		http.Error(w, "Could not enable CPU profiling: cpu profiling already in use", http.StatusInternalServerError)
 	}))
 	defer busy.Close()
-	status.addr = strings.TrimPrefix(busy.URL, "http://")
-	_, err = (&topOptions{seconds: 1, output: "table"}).take(status)
+	client.Addr = strings.TrimPrefix(busy.URL, "http://")
+	_, err = (&topOptions{seconds: 1, output: "table"}).take(client)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the CPU profile: ")
 	assert.Contains(t, err.Error(), "cpu profiling already in use")
 }
 
-// TestStatusHandlerServesPprof: the status endpoint's /debug/pprof routes
-// with --enable-pprof, and no command line.
-func TestStatusHandlerServesPprof(t *testing.T) {
-	srv := httptest.NewServer((&serverOptions{enablePprof: true}).statusHandler(&controlPlane{h: &harness.Harness{}}))
-	defer srv.Close()
-	do := func(method, path string) (int, string) {
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader("0x1000"))
-		require.NoError(t, err)
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(body)
-	}
-	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap", "/debug/pprof/allocs", "/debug/pprof/goroutine?debug=1", "/debug/pprof/threadcreate", "/debug/pprof/symbol", "/debug/pprof/trace?seconds=0.05"} {
-		code, _ := do(http.MethodGet, path)
-		assert.Equal(t, http.StatusOK, code, path)
-	}
-	code, _ := do(http.MethodPost, "/debug/pprof/symbol")
-	assert.Equal(t, http.StatusOK, code, "POST /debug/pprof/symbol, as go tool pprof asks")
-	code, body := do(http.MethodGet, "/debug/pprof/cmdline")
-	assert.Equal(t, http.StatusNotFound, code)
-	assert.NotContains(t, body, "test", "no argument of the process")
-	code, _ = do(http.MethodGet, "/debug/pprof/no-such-profile")
-	assert.Equal(t, http.StatusNotFound, code)
-	code, body = do(http.MethodGet, "/debug/pprof/goroutine?debug=2")
-	assert.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, "goroutine ")
-	code, body = do(http.MethodGet, "/components")
-	assert.Equal(t, http.StatusOK, code, "the harness's paths are still there: %s", body)
-}
-
 // TestTopNeedsPprof: against a server without --enable-pprof, top says to
 // start it with the flag.
 func TestTopNeedsPprof(t *testing.T) {
-	srv := httptest.NewServer((&serverOptions{}).statusHandler(&controlPlane{h: &harness.Harness{}}))
+	srv := httptest.NewServer(status.Endpoint{Harness: &harness.Harness{}}.Handler())
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
-	_, err := (&topOptions{seconds: 1, output: "table"}).take(&statusClient{addr: addr, tlsMode: statusTLSAuto})
+	_, err := (&topOptions{seconds: 1, output: "table"}).take(&status.Client{Addr: addr, TLSMode: status.TLSAuto})
 	assert.EqualError(t, err, "the server at --status-address "+addr+" serves no profiles: start it with --enable-pprof")
 }

@@ -21,7 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/featurecheck"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 

@@ -19,7 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	_ "k8s.io/kubernetes/pkg/features" // the kube gates
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/featurecheck"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/featurecheck"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"crypto/aes"
@@ -23,7 +23,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/bootstrap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
 )
 
 // bootstrapEtcd is externalEtcd with a client of that etcd, to look at

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 	if prebuilt := os.Getenv("K3S_LIKE_BINARY"); prebuilt != "" {
 		binary = prebuilt
 	} else {
-		build := exec.Command("go", "build", "-ldflags", os.Getenv("K3S_LIKE_LDFLAGS"), "-o", binary, ".")
+		build := exec.Command("go", "build", "-ldflags", os.Getenv("K3S_LIKE_LDFLAGS"), "-o", binary, "../../cmd/k3s-like")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "building k3s-like:", err)

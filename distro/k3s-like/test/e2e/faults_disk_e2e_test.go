@@ -1,6 +1,6 @@
 //go:build linux
 
-package main_test
+package e2e
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ import (
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/testenv"
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"bytes"
@@ -110,7 +110,7 @@ func nodeImages(t *testing.T) string {
 			return
 		}
 		cmd := exec.Command("go", "run", "./cmd/mkimages", "-out", dir)
-		cmd.Dir = filepath.Join("..", "..", "images")
+		cmd.Dir = filepath.Join("..", "..", "..", "..", "images")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			imagesErr = fmt.Errorf("make images: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeharness/kubeharness/examples/k3s-like/internal/upgradeplan"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/upgradeplan"
 	"github.com/kubeharness/kubeharness/scoping"
 
 	"github.com/kubeharness/kubeharness/components/testenv"

@@ -1,4 +1,4 @@
-package main_test
+package e2e
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // servicesManifest is a Deployment of two web Pods behind a ClusterIP
 // Service and a NodePort Service, and a client Pod that has the incluster
-// program (internal/incluster) at /incluster and may list namespaces.
+// program (test/e2e/incluster) at /incluster and may list namespaces.
 const servicesManifest = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -80,12 +80,12 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-list
 subjects: [{kind: ServiceAccount, name: default, namespace: default}]
 `
 
-// buildInCluster builds internal/incluster as a static binary (the busybox
+// buildInCluster builds test/e2e/incluster as a static binary (the busybox
 // image has no C library) and returns its path.
 func buildInCluster(t *testing.T) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "incluster")
-	cmd := exec.Command("go", "build", "-o", out, "./internal/incluster")
+	cmd := exec.Command("go", "build", "-o", out, "./incluster")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
