@@ -53,67 +53,11 @@ func drawCharts(dir string, rs []result) ([]string, error) {
 	}
 	var files []string
 	for _, ch := range charts {
-		p := plot.New()
-		p.Title.Text = ch.title
-		p.X.Label.Text = "Pods (log scale)"
-		p.Y.Label.Text = ch.y
-		p.Y.Min = 0
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Add(plotter.NewGrid())
-		var ticks []plot.Tick
-		for _, s := range scales {
-			ticks = append(ticks, plot.Tick{Value: float64(s.scale.pods()), Label: strconv.Itoa(s.scale.pods())})
-		}
-		p.X.Tick.Marker = plot.ConstantTicks(ticks)
-		if len(scales) > 1 {
-			p.X.Scale = plot.LogScale{}
-		}
-		lo, hi := float64(scales[0].scale.pods()), float64(scales[0].scale.pods())
-		for _, s := range scales {
-			lo, hi = min(lo, float64(s.scale.pods())), max(hi, float64(s.scale.pods()))
-		}
-		p.X.Min, p.X.Max = lo/1.3, hi*1.3
+		p := podsPlot(ch.title, ch.y, scales)
 		for _, se := range ch.series {
-			// A a little left of the scale, B a little right, so that
-			// the whiskers do not overlap.
-			shift := map[string]float64{"A": 1 / 1.03, "B": 1.03}[se.kind]
-			col := map[string]color.Color{"A": colourA, "B": colourB}[se.kind]
-			var pts errPoints
-			for _, s := range scales {
-				runs := s.a
-				if se.kind == "B" {
-					runs = s.b
-				}
-				vs := values(runs, se.get)
-				if len(vs) == 0 {
-					continue
-				}
-				m := med(vs)
-				pts.xys = append(pts.xys, plotter.XY{X: float64(s.scale.pods()) * shift, Y: m})
-				pts.errs = append(pts.errs, struct{ Low, High float64 }{m - slices.Min(vs), slices.Max(vs) - m})
-				p.Y.Max = max(p.Y.Max, slices.Max(vs)*1.1)
-			}
-			line, err := plotter.NewLine(pts.xys)
-			if err != nil {
+			if err := addSeries(p, se, scales); err != nil {
 				return nil, err
 			}
-			line.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1.5)}
-			dots, err := plotter.NewScatter(pts.xys)
-			if err != nil {
-				return nil, err
-			}
-			dots.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
-			whiskers, err := plotter.NewYErrorBars(pts)
-			if err != nil {
-				return nil, err
-			}
-			whiskers.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1)}
-			if se.dashed {
-				line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-				dots.GlyphStyle.Shape = draw.BoxGlyph{}
-			}
-			p.Add(line, dots, whiskers)
-			p.Legend.Add(se.label, line, dots)
 		}
 		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, ch.file)); err != nil {
 			return nil, fmt.Errorf("%s: %w", ch.file, err)
@@ -121,6 +65,78 @@ func drawCharts(dir string, rs []result) ([]string, error) {
 		files = append(files, ch.file)
 	}
 	return files, nil
+}
+
+// podsPlot is a chart of a figure y against the scales' Pods (a log scale
+// for more than one).
+func podsPlot(title, y string, scales []scaleRuns) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "Pods (log scale)"
+	p.Y.Label.Text = y
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	var ticks []plot.Tick
+	for _, s := range scales {
+		ticks = append(ticks, plot.Tick{Value: float64(s.scale.pods()), Label: strconv.Itoa(s.scale.pods())})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	if len(scales) > 1 {
+		p.X.Scale = plot.LogScale{}
+	}
+	lo, hi := float64(scales[0].scale.pods()), float64(scales[0].scale.pods())
+	for _, s := range scales {
+		lo, hi = min(lo, float64(s.scale.pods())), max(hi, float64(s.scale.pods()))
+	}
+	p.X.Min, p.X.Max = lo/1.3, hi*1.3
+	return p
+}
+
+// addSeries adds one side's medians to p, joined, with whiskers from the
+// lowest to the highest run, and its legend.
+func addSeries(p *plot.Plot, se series, scales []scaleRuns) error {
+	// A a little left of the scale, B a little right, so that the
+	// whiskers do not overlap.
+	shift := map[string]float64{"A": 1 / 1.03, "B": 1.03}[se.kind]
+	col := map[string]color.Color{"A": colourA, "B": colourB}[se.kind]
+	var pts errPoints
+	for _, s := range scales {
+		runs := s.a
+		if se.kind == "B" {
+			runs = s.b
+		}
+		vs := values(runs, se.get)
+		if len(vs) == 0 {
+			continue
+		}
+		m := med(vs)
+		pts.xys = append(pts.xys, plotter.XY{X: float64(s.scale.pods()) * shift, Y: m})
+		pts.errs = append(pts.errs, struct{ Low, High float64 }{m - slices.Min(vs), slices.Max(vs) - m})
+		p.Y.Max = max(p.Y.Max, slices.Max(vs)*1.1)
+	}
+	line, err := plotter.NewLine(pts.xys)
+	if err != nil {
+		return err
+	}
+	line.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1.5)}
+	dots, err := plotter.NewScatter(pts.xys)
+	if err != nil {
+		return err
+	}
+	dots.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+	whiskers, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return err
+	}
+	whiskers.LineStyle = draw.LineStyle{Color: col, Width: vg.Points(1)}
+	if se.dashed {
+		line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		dots.GlyphStyle.Shape = draw.BoxGlyph{}
+	}
+	p.Add(line, dots, whiskers)
+	p.Legend.Add(se.label, line, dots)
+	return nil
 }
 
 // errPoints are a series' medians with their min–max as Y errors

@@ -316,161 +316,223 @@ func largest(ctx context.Context, dyn dynamic.Interface, res schema.GroupVersion
 	return size, len(list.Items), nil
 }
 
-// measureFeatures runs one scale: the server, n Nodes and their fakes.
+// measureFeatures runs one scale: the server, n Nodes and their fakes,
+// phase by phase.
 func measureFeatures(c config, n int) (featureRun, error) {
-	r := featureRun{nodes: n, steadyWindow: 60 * time.Second}
+	f := &featureScale{c: c, n: n, r: featureRun{nodes: n, steadyWindow: 60 * time.Second}, logs: &procLogs{}}
 	dir, err := os.MkdirTemp("", "kubeharness-bench-features-")
 	if err != nil {
-		return r, err
+		return f.r, err
 	}
 	defer os.RemoveAll(dir)
 	p, err := freePorts()
 	if err != nil {
-		return r, err
+		return f.r, err
 	}
-	logs := &procLogs{}
-	cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
-	cmd.Stdout, cmd.Stderr = logs.for_("k3s-like"), logs.for_("k3s-like")
-	if err := cmd.Start(); err != nil {
-		return r, err
+	f.statusAddr = "127.0.0.1:" + strconv.Itoa(p.status)
+	f.cmd = exec.Command(c.k3sLike, serverArgs(dir, p)...)
+	f.cmd.Stdout, f.cmd.Stderr = f.logs.for_("k3s-like"), f.logs.for_("k3s-like")
+	if err := f.cmd.Start(); err != nil {
+		return f.r, err
 	}
-	procs := []*exec.Cmd{cmd}
-	defer killAll(procs)
-	failed := func(what string, err error) error {
-		return fmt.Errorf("%d nodes: %s: %w\n--- last log lines ---\n%s", n, what, err, logs.tails(20))
-	}
+	defer killAll([]*exec.Cmd{f.cmd})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	if err := f.ready(ctx, dir, p); err != nil {
+		return f.r, err
+	}
+	for _, phase := range []func(context.Context) error{f.startAndRestart, f.oneNodeChanges, f.upgrade, f.sizes, f.stop} {
+		if err := phase(ctx); err != nil {
+			return f.r, err
+		}
+	}
+	return f.r, nil
+}
+
+// featureScale is one run of measureFeatures, its result filled phase by
+// phase.
+type featureScale struct {
+	c          config
+	n          int
+	r          featureRun
+	cmd        *exec.Cmd // the server
+	logs       *procLogs
+	statusAddr string
+	client     *kubernetes.Clientset
+	dyn        dynamic.Interface
+	plan       *scoping.Plan
+	// gate is the kubelet gate the fleet reports, on in 9 nodes of 10;
+	// extra the one an upgrade turns on; dropped the plan's gates a fake
+	// node leaves out.
+	gate, extra string
+	dropped     []string
+	fl          fakeFleet
+	uids        map[string]string // the Nodes' UIDs, by name
+}
+
+// failed is err, after what, with the last lines of the server's log.
+func (f *featureScale) failed(what string, err error) error {
+	return fmt.Errorf("%d nodes: %s: %w\n--- last log lines ---\n%s", f.n, what, err, f.logs.tails(20))
+}
+
+// converged reports whether the gate's Feature says want nodes enabled.
+func (f *featureScale) converged(ctx context.Context, want string) func() (bool, error) {
+	return func() (bool, error) {
+		ne, _, err := featureStatus(ctx, f.dyn, f.gate)
+		return err == nil && ne == want, nil
+	}
+}
+
+// wantOn is NODES of the gate's Feature once every node reported: on of n.
+func (f *featureScale) wantOn(on int) string { return fmt.Sprintf("%d/%d", on, f.n) }
+
+// ready waits for the server and its Features, picks the gates, and
+// creates the n Nodes.
+func (f *featureScale) ready(ctx context.Context, dir string, p ports) error {
 	kubeconfig := datadir.PKI(dir).AdminKubeconfig()
+	procs := []*exec.Cmd{f.cmd}
 	if err := waitFile(ctx, kubeconfig, procs); err != nil {
-		return r, failed("start", err)
+		return f.failed("start", err)
 	}
 	client, cfg, err := adminClient(kubeconfig)
 	if err != nil {
-		return r, err
+		return err
 	}
+	f.client = client
 	if err := waitReady(ctx, client, cfg, p, procs); err != nil {
-		return r, failed("ready", err)
+		return f.failed("ready", err)
 	}
 	cfg.QPS, cfg.Burst = 2000, 4000 // n nodes, each its own client: no client-side throttling
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return r, err
+	if f.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return err
 	}
-	statusAddr := "127.0.0.1:" + strconv.Itoa(p.status)
-	plan, err := serverPlan(statusAddr)
-	if err != nil {
-		return r, failed("plan", err)
+	if f.plan, err = serverPlan(f.statusAddr); err != nil {
+		return f.failed("plan", err)
 	}
-	gate, extra, dropped, err := pickGates(plan)
-	if err != nil {
-		return r, err
+	if f.gate, f.extra, f.dropped, err = pickGates(f.plan); err != nil {
+		return err
 	}
 	// The Features published and summarized before the nodes come.
 	if err := waitUntil(ctx, 2*time.Minute, func() (bool, error) {
-		ne, _, err := featureStatus(ctx, dyn, gate)
-		return err == nil && ne == "" && summarized(ctx, dyn, gate), nil
+		ne, _, err := featureStatus(ctx, f.dyn, f.gate)
+		return err == nil && ne == "" && summarized(ctx, f.dyn, f.gate), nil
 	}); err != nil {
-		return r, failed("Features summarized", err)
+		return f.failed("Features summarized", err)
 	}
+	if f.fl, err = fleetReports(f.plan, f.n, f.gate, "", f.dropped); err != nil {
+		return err
+	}
+	if f.uids, err = createBareNodes(ctx, f.client, f.fl); err != nil {
+		return f.failed("Nodes", err)
+	}
+	return nil
+}
 
-	fl, err := fleetReports(plan, n, gate, "", dropped)
-	if err != nil {
-		return r, err
-	}
-	uids, err := createBareNodes(ctx, client, fl)
-	if err != nil {
-		return r, failed("Nodes", err)
-	}
-	on := n - n/10
-	want := fmt.Sprintf("%d/%d", on, n)
-	converged := func(want string) func() (bool, error) {
-		return func() (bool, error) {
-			ne, _, err := featureStatus(ctx, dyn, gate)
-			return err == nil && ne == want, nil
-		}
-	}
-
-	// Every node starts for the first time, at once.
-	if r.firstStart, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, fl, uids, nil) }, converged(want)); err != nil {
-		return r, failed("first start", err)
+// startAndRestart measures every node's first start at once, the steady
+// state, and every node's restart at once with the same gates.
+func (f *featureScale) startAndRestart(ctx context.Context) error {
+	want := f.wantOn(f.n - f.n/10)
+	everyNode := func() error { return sendAll(ctx, f.dyn, f.fl, f.uids, nil) }
+	var err error
+	if f.r.firstStart, err = measurePhase(ctx, f.client, f.statusAddr, everyNode, f.converged(ctx, want)); err != nil {
+		return f.failed("first start", err)
 	}
 	// Let the last summarizer rounds of the start finish: steady state
 	// begins after 5 s without a write (at most a minute).
-	if err := quiet(ctx, client, 5*time.Second, time.Minute); err != nil {
-		return r, failed("settling", err)
+	if err := quiet(ctx, f.client, 5*time.Second, time.Minute); err != nil {
+		return f.failed("settling", err)
 	}
 	// Steady state: every node reads its report again every 10 minutes
 	// (±50 %); over the window, a window/10 min share of them.
-	share := int(float64(n) * r.steadyWindow.Seconds() / 600)
-	if r.steady, err = measurePhase(ctx, client, statusAddr, func() error {
-		tick := r.steadyWindow / time.Duration(max(share, 1))
+	share := int(float64(f.n) * f.r.steadyWindow.Seconds() / 600)
+	if f.r.steady, err = measurePhase(ctx, f.client, f.statusAddr, func() error {
+		tick := f.r.steadyWindow / time.Duration(max(share, 1))
 		for i := range share {
-			if err := sendAll(ctx, dyn, fl, uids, []int{(i * 7919) % n}); err != nil {
+			if err := sendAll(ctx, f.dyn, f.fl, f.uids, []int{(i * 7919) % f.n}); err != nil {
 				return err
 			}
 			time.Sleep(tick)
 		}
 		return nil
 	}, func() (bool, error) { return true, nil }); err != nil {
-		return r, failed("steady state", err)
+		return f.failed("steady state", err)
 	}
-	// Every node restarts at once with the same gates.
-	if r.restart, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, fl, uids, nil) }, converged(want)); err != nil {
-		return r, failed("restart", err)
+	if f.r.restart, err = measurePhase(ctx, f.client, f.statusAddr, everyNode, f.converged(ctx, want)); err != nil {
+		return f.failed("restart", err)
 	}
-	// One node turns the gate on: how long until kubectl get feature shows it.
-	flip := n - 1 // i%10 == 9: off
-	oneOn, err := onePlanOn(plan, gate, "", fl.names[flip], flip%2 == 1, dropped)
+	return nil
+}
+
+// flip is the node whose gate changes (i%10 == 9: off until then).
+func (f *featureScale) flip() int { return f.n - 1 }
+
+// oneNodeChanges turns the gate on in one node: how long until kubectl get
+// feature shows it.
+func (f *featureScale) oneNodeChanges(ctx context.Context) error {
+	flip := f.flip()
+	oneOn, err := onePlanOn(f.plan, f.gate, "", f.fl.names[flip], flip%2 == 1, f.dropped)
 	if err != nil {
-		return r, err
+		return err
 	}
-	want = fmt.Sprintf("%d/%d", on+1, n)
 	t0 := time.Now()
-	if err := sendAll(ctx, dyn, fakeFleet{names: fl.names[flip : flip+1], reports: []featurepub.NodeReport{oneOn}}, uids, nil); err != nil {
-		return r, failed("one node's change", err)
+	if err := sendAll(ctx, f.dyn, fakeFleet{names: f.fl.names[flip : flip+1], reports: []featurepub.NodeReport{oneOn}}, f.uids, nil); err != nil {
+		return f.failed("one node's change", err)
 	}
-	if err := waitUntil(ctx, 5*time.Minute, converged(want)); err != nil {
-		return r, failed("one node's change visible", err)
+	if err := waitUntil(ctx, 5*time.Minute, f.converged(ctx, f.wantOn(f.n-f.n/10+1))); err != nil {
+		return f.failed("one node's change visible", err)
 	}
-	r.visible = time.Since(t0)
-	// Every node restarts at once with one more gate on: an upgrade.
-	up, err := fleetReports(plan, n, gate, extra, dropped)
+	f.r.visible = time.Since(t0)
+	return nil
+}
+
+// upgrade restarts every node at once with one more gate on.
+func (f *featureScale) upgrade(ctx context.Context) error {
+	up, err := fleetReports(f.plan, f.n, f.gate, f.extra, f.dropped)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if up.reports[flip], err = onePlanOn(plan, gate, extra, fl.names[flip], flip%2 == 1, dropped); err != nil { // its gate stays on
-		return r, err
+	flip := f.flip()
+	if up.reports[flip], err = onePlanOn(f.plan, f.gate, f.extra, f.fl.names[flip], flip%2 == 1, f.dropped); err != nil { // its gate stays on
+		return err
 	}
-	wantExtra := fmt.Sprintf("%d/%d", n, n)
-	if r.upgrade, err = measurePhase(ctx, client, statusAddr, func() error { return sendAll(ctx, dyn, up, uids, nil) }, func() (bool, error) {
-		ne, _, err := featureStatus(ctx, dyn, extra)
+	wantExtra := f.wantOn(f.n)
+	if f.r.upgrade, err = measurePhase(ctx, f.client, f.statusAddr, func() error { return sendAll(ctx, f.dyn, up, f.uids, nil) }, func() (bool, error) {
+		ne, _, err := featureStatus(ctx, f.dyn, f.extra)
 		return err == nil && ne == wantExtra, nil
 	}); err != nil {
-		return r, failed("upgrade", err)
+		return f.failed("upgrade", err)
 	}
-	r.nodesEnabled, r.disagreeing, err = featureStatus(ctx, dyn, gate)
-	if err != nil {
-		return r, err
+	return nil
+}
+
+// sizes reads the gate's Feature at the end, and the largest object of
+// each kind.
+func (f *featureScale) sizes(ctx context.Context) error {
+	var err error
+	if f.r.nodesEnabled, f.r.disagreeing, err = featureStatus(ctx, f.dyn, f.gate); err != nil {
+		return err
 	}
-	if r.featureBytes, _, err = largest(ctx, dyn, featuresv1alpha1.Resource); err != nil {
-		return r, err
+	if f.r.featureBytes, _, err = largest(ctx, f.dyn, featuresv1alpha1.Resource); err != nil {
+		return err
 	}
-	if r.reportBytes, _, err = largest(ctx, dyn, featuresv1alpha1.NodeFeatureReportResource); err != nil {
-		return r, err
+	if f.r.reportBytes, _, err = largest(ctx, f.dyn, featuresv1alpha1.NodeFeatureReportResource); err != nil {
+		return err
 	}
-	if r.profileBytes, r.profiles, err = largest(ctx, dyn, featuresv1alpha1.FeatureProfileResource); err != nil {
-		return r, err
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	f.r.profileBytes, f.r.profiles, err = largest(ctx, f.dyn, featuresv1alpha1.FeatureProfileResource)
+	return err
+}
+
+// stop stops the server: SIGTERM, at most 60 s.
+func (f *featureScale) stop(context.Context) error {
+	_ = f.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- f.cmd.Wait() }()
 	select {
 	case <-done:
+		return nil
 	case <-time.After(60 * time.Second):
-		return r, failed("stop", errors.New("did not exit within 60 s of SIGTERM"))
+		return f.failed("stop", errors.New("did not exit within 60 s of SIGTERM"))
 	}
-	return r, nil
 }
 
 // onePlanOn is the report of the node named name with gate on (and extra,

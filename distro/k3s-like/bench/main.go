@@ -65,20 +65,20 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.k3sLike, "k3s-like", "bin/k3s-like", "the k3s-like binary")
-	flag.StringVar(&c.etcd, "etcd", "bench/out/etcd", "the etcd binary")
-	flag.StringVar(&c.apiserver, "kube-apiserver", "bench/out/kube-apiserver", "")
-	flag.StringVar(&c.scheduler, "kube-scheduler", "bench/out/kube-scheduler", "")
-	flag.StringVar(&c.kcm, "kube-controller-manager", "bench/out/kube-controller-manager", "")
+	flag.StringVar(&c.etcd, "etcd", "distro/k3s-like/bench/out/etcd", "the etcd binary")
+	flag.StringVar(&c.apiserver, "kube-apiserver", "distro/k3s-like/bench/out/kube-apiserver", "")
+	flag.StringVar(&c.scheduler, "kube-scheduler", "distro/k3s-like/bench/out/kube-scheduler", "")
+	flag.StringVar(&c.kcm, "kube-controller-manager", "distro/k3s-like/bench/out/kube-controller-manager", "")
 	flag.IntVar(&c.pairs, "pairs", 3, "A/B pairs per scale, alternated")
 	flag.StringVar(&c.scalesFlag, "scales", "150,1500,5000", "the workload's scales, by Pods (comma-separated): 150, 1500 and 5000 are 10, 50 and 100 Nodes; another count N gets max(3, N/50) Nodes")
-	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "the report; the charts (rss.svg, cpu.svg) are written next to it")
+	flag.StringVar(&c.out, "out", "distro/k3s-like/bench/results/RESULTS.md", "the report; the charts (rss.svg, cpu.svg) are written next to it")
 	flag.StringVar(&c.profiles, "profiles", "", "keep every run's heap profiles (after the workload) in this directory")
 	flag.BoolVar(&c.cpuSplit, "cpu-split", true, "after each scale's pairs, one more A run under the CPU profiler, for A's CPU by component (not in the A/B figures)")
 	flag.BoolVar(&c.gctrace, "gctrace", false, "run every process of A and B with GODEBUG=gctrace=1 (with -profiles, their logs are kept there)")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
 	flag.Var(&c.aEnv, "a-env", "NAME=VALUE added to A's environment only (repeatable; e.g. GOGC=70, a distro's documented option, README \"Memory\"): named in the report, B keeps Go's defaults")
 	features := flag.String("features", "", "run the feature discovery benchmark instead, at these node counts (comma-separated, e.g. 500,5000)")
-	flag.StringVar(&c.featuresOut, "features-out", "bench/FEATURES.md", "the feature discovery benchmark's report")
+	flag.StringVar(&c.featuresOut, "features-out", "distro/k3s-like/bench/results/FEATURES.md", "the feature discovery benchmark's report")
 	addNodeFlags(&c.node)
 	flag.Parse()
 	var err error
@@ -281,167 +281,224 @@ func serverArgs(dir string, p ports) []string {
 // with profile (A only), under the CPU profiler for the workload's CPU by
 // component.
 func measure(c config, kind string, s scale, profile bool) (result, error) {
-	r := result{kind: kind, scale: s}
-	dir, err := os.MkdirTemp("", "kubeharness-bench-"+kind+"-")
-	if err != nil {
-		return r, err
+	m := &measurement{c: c, r: result{kind: kind, scale: s}, logs: &procLogs{}}
+	var err error
+	if m.dir, err = os.MkdirTemp("", "kubeharness-bench-"+kind+"-"); err != nil {
+		return m.r, err
 	}
-	defer os.RemoveAll(dir)
-	p, err := freePorts()
-	if err != nil {
-		return r, err
+	defer os.RemoveAll(m.dir)
+	if m.p, err = freePorts(); err != nil {
+		return m.r, err
 	}
-	var args map[string][]string
-	if kind == "B" {
-		// B's flags, before the clock starts: a supervisor of B has them
-		// in its configuration.
-		if args, err = upstreamArgs(c, dir, p); err != nil {
-			return r, err
-		}
+	if err := m.launch(); err != nil {
+		return m.r, err
 	}
-	var procs []*exec.Cmd
-	logs := &procLogs{}
-	machine0, self0 := machineBusy(), selfCPU()
-	start := time.Now()
-	runName := fmt.Sprintf("%d-%d-%s", s.pods(), start.Unix(), kind) // -profiles' files of this run
-	switch kind {
-	case "A":
-		cmd := exec.Command(c.k3sLike, serverArgs(dir, p)...)
-		cmd.Env = c.envA()
-		cmd.Stdout, cmd.Stderr = logs.for_("k3s-like"), logs.for_("k3s-like")
-		if err := cmd.Start(); err != nil {
-			return r, err
-		}
-		procs = append(procs, cmd)
-	case "B":
-		procs, err = startUpstream(c, args, dir, p, logs)
-		if err != nil {
-			killAll(procs)
-			return r, fmt.Errorf("%w\n--- last log lines ---\n%s", err, logs.tails(20))
-		}
-	}
-	defer killAll(procs)
-	failed := func(what string, err error) error {
-		return fmt.Errorf("%s: %w\n--- last log lines ---\n%s", what, err, logs.tails(20))
-	}
-
+	defer killAll(m.procs)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute+s.boundTimeout())
 	defer cancel()
-	kubeconfig := datadir.PKI(dir).AdminKubeconfig() // the server's layout, in A and B
+	if err := m.ready(ctx); err != nil {
+		return m.r, err
+	}
+	if err := m.workload(ctx, profile); err != nil {
+		return m.r, err
+	}
+	if err := m.stop(); err != nil {
+		return m.r, err
+	}
+	return m.r, m.keepLogs()
+}
+
+// measurement is one run of measure, its result filled phase by phase.
+type measurement struct {
+	c     config
+	r     result
+	dir   string // the data dir, A's and B's
+	p     ports
+	procs []*exec.Cmd // in the order they started
+	logs  *procLogs
+	// start is the exec of the first process; w0 the workload's start.
+	start, w0 time.Time
+	// machine0 and self0 are the machine's busy CPU time and the
+	// driver's own just before the start (r.otherCPU).
+	machine0, self0 time.Duration
+	client          *kubernetes.Clientset
+	restCfg         *rest.Config
+}
+
+// runName names the -profiles files of this run.
+func (m *measurement) runName() string {
+	return fmt.Sprintf("%d-%d-%s", m.r.scale.pods(), m.start.Unix(), m.r.kind)
+}
+
+// failed is err, after what, with the last lines of every process's log.
+func (m *measurement) failed(what string, err error) error {
+	return fmt.Errorf("%s: %w\n--- last log lines ---\n%s", what, err, m.logs.tails(20))
+}
+
+// launch starts A's process or B's four, the clock with them.
+func (m *measurement) launch() error {
+	var args map[string][]string
+	if m.r.kind == "B" {
+		// B's flags, before the clock starts: a supervisor of B has them
+		// in its configuration.
+		var err error
+		if args, err = upstreamArgs(m.c, m.dir, m.p); err != nil {
+			return err
+		}
+	}
+	m.machine0, m.self0 = machineBusy(), selfCPU()
+	m.start = time.Now()
+	if m.r.kind == "B" {
+		procs, err := startUpstream(m.c, args, m.dir, m.p, m.logs)
+		if err != nil {
+			killAll(procs)
+			return fmt.Errorf("%w\n--- last log lines ---\n%s", err, m.logs.tails(20))
+		}
+		m.procs = procs
+		return nil
+	}
+	cmd := exec.Command(m.c.k3sLike, serverArgs(m.dir, m.p)...)
+	cmd.Env = m.c.envA()
+	cmd.Stdout, cmd.Stderr = m.logs.for_("k3s-like"), m.logs.for_("k3s-like")
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	m.procs = append(m.procs, cmd)
+	return nil
+}
+
+// ready waits until the control plane is ready (at most 5 minutes), then
+// reads RSS and CPU, and A's harness phases.
+func (m *measurement) ready(ctx context.Context) error {
+	kubeconfig := datadir.PKI(m.dir).AdminKubeconfig() // the server's layout, in A and B
 	readyCtx, readyCancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer readyCancel()
-	err = waitFile(readyCtx, kubeconfig, procs)
-	var client *kubernetes.Clientset
-	var restCfg *rest.Config
+	err := waitFile(readyCtx, kubeconfig, m.procs)
 	if err == nil {
-		client, restCfg, err = adminClient(kubeconfig)
+		m.client, m.restCfg, err = adminClient(kubeconfig)
 	}
 	if err == nil {
-		err = waitReady(readyCtx, client, restCfg, p, procs)
+		err = waitReady(readyCtx, m.client, m.restCfg, m.p, m.procs)
 	}
 	if err != nil {
-		return r, failed("not ready", err)
+		return m.failed("not ready", err)
 	}
-	r.toReady = time.Since(start)
-	r.rssReady, r.anonReady = rss(procs)
-	r.cpuReady = sum(procCPU(procs))
-	if kind == "A" {
+	m.r.toReady = time.Since(m.start)
+	m.r.rssReady, m.r.anonReady = rss(m.procs)
+	m.r.cpuReady = sum(procCPU(m.procs))
+	if m.r.kind == "A" {
 		phCtx, phCancel := context.WithTimeout(ctx, 10*time.Second)
-		r.harnessPhases, r.startAt, err = harnessPhases(phCtx, p, start)
-		phCancel()
-		if err != nil {
-			return r, err
+		defer phCancel()
+		var err error
+		if m.r.harnessPhases, m.r.startAt, err = harnessPhases(phCtx, m.p, m.start); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	// The workload: Nodes with fresh Leases, Deployments, every Pod bound.
-	before, err := scrapeLatency(ctx, client)
+// workload creates Nodes with fresh Leases and Deployments, waits until
+// every Pod is bound, and reads what it cost: RSS, CPU (by component, with
+// profile), the apiserver's latency, the memory view.
+func (m *measurement) workload(ctx context.Context, profile bool) error {
+	before, err := scrapeLatency(ctx, m.client)
 	if err != nil {
-		return r, failed("before the workload", err)
+		return m.failed("before the workload", err)
 	}
-	pods := watchPods(client)
+	pods := watchPods(m.client)
 	defer pods.stop()
 	var splitCPU func() (map[string]time.Duration, map[string]time.Duration, error)
-	if kind == "A" && profile {
-		splitCPU = startComponentCPU("127.0.0.1:" + strconv.Itoa(p.status))
+	if m.r.kind == "A" && profile {
+		splitCPU = startComponentCPU("127.0.0.1:" + strconv.Itoa(m.p.status))
 	}
-	r.procCPUStart = procCPU(procs)
-	r.cpuStart = sum(r.procCPUStart)
-	w0 := time.Now()
-	hb, err := createNodes(ctx, client, s)
+	m.r.procCPUStart = procCPU(m.procs)
+	m.r.cpuStart = sum(m.r.procCPUStart)
+	m.w0 = time.Now()
+	s := m.r.scale
+	hb, err := createNodes(ctx, m.client, s)
 	defer hb.stop()
 	if err == nil {
-		err = createDeployments(ctx, client, s)
+		err = createDeployments(ctx, m.client, s)
 	}
 	if err == nil {
-		err = pods.waitBound(ctx, s, procs)
+		err = pods.waitBound(ctx, s, m.procs)
 	}
 	if err != nil {
-		return r, failed("workload", err)
+		return m.failed("workload", err)
 	}
-	r.workload = time.Since(w0)
-	r.rssLoaded, r.anonLoaded = rss(procs)
-	r.procCPULoaded = procCPU(procs)
-	r.cpuLoaded = sum(r.procCPULoaded)
-	r.otherCPU = machineBusy() - (selfCPU() - self0) - r.cpuLoaded - machine0
+	m.r.workload = time.Since(m.w0)
+	m.r.rssLoaded, m.r.anonLoaded = rss(m.procs)
+	m.r.procCPULoaded = procCPU(m.procs)
+	m.r.cpuLoaded = sum(m.r.procCPULoaded)
+	m.r.otherCPU = machineBusy() - (selfCPU() - m.self0) - m.r.cpuLoaded - m.machine0
 	if splitCPU != nil {
-		if r.componentCPU, r.unlabelledCPU, err = splitCPU(); err != nil {
-			return r, fmt.Errorf("A's CPU per component: %w", err)
+		if m.r.componentCPU, m.r.unlabelledCPU, err = splitCPU(); err != nil {
+			return fmt.Errorf("A's CPU per component: %w", err)
 		}
 	}
-	after, err := scrapeLatency(ctx, client)
+	after, err := scrapeLatency(ctx, m.client)
 	if err != nil {
-		return r, failed("after the workload", err)
+		return m.failed("after the workload", err)
 	}
-	r.latency = after.since(before)
-	eps, err := memEndpoints(kind, dir, p, restCfg)
+	m.r.latency = after.since(before)
+	eps, err := memEndpoints(m.r.kind, m.dir, m.p, m.restCfg)
 	if err == nil {
-		r.mem, err = readMemory(eps, c.profiles, runName)
+		m.r.mem, err = readMemory(eps, m.c.profiles, m.runName())
 	}
 	if err != nil {
-		return r, failed("memory after the workload", err)
+		return m.failed("memory after the workload", err)
 	}
 	pods.stop()
 	if err := hb.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: warning: %s %s: %v\n", s, kind, err)
+		fmt.Fprintf(os.Stderr, "bench: warning: %s %s: %v\n", s, m.r.kind, err)
 	}
-	if err := verifyBound(ctx, client, s); err != nil {
-		return r, failed("after the workload", err)
+	if err := verifyBound(ctx, m.client, s); err != nil {
+		return m.failed("after the workload", err)
 	}
+	return nil
+}
 
-	// Stop in reverse order of start, each after the previous exited, as a
-	// supervisor of B must (an apiserver whose etcd went first hangs) and as
-	// A's harness does inside the process.
+// stop stops the processes in reverse order of start, each after the
+// previous exited, as a supervisor of B must (an apiserver whose etcd went
+// first hangs) and as A's harness does inside the process.
+func (m *measurement) stop() error {
 	s0 := time.Now()
-	for i := len(procs) - 1; i >= 0; i-- {
-		cmd := procs[i]
+	for i := len(m.procs) - 1; i >= 0; i-- {
+		cmd := m.procs[i]
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			return r, failed("stop", fmt.Errorf("%s did not exit within 30 s of SIGTERM", cmd.Path))
+			return m.failed("stop", fmt.Errorf("%s did not exit within 30 s of SIGTERM", cmd.Path))
 		}
 	}
-	r.stop = time.Since(s0)
-	if c.gctrace {
+	m.r.stop = time.Since(s0)
+	return nil
+}
+
+// keepLogs reads the garbage collectors' traces of the workload window
+// (-gctrace) and keeps every process's log (-profiles).
+func (m *measurement) keepLogs() error {
+	if m.c.gctrace {
 		traces := map[string][]gcCycle{}
-		for _, name := range logs.names {
-			traces[name] = parseGCTrace(logs.bufs[name].Bytes())
+		for _, name := range m.logs.names {
+			traces[name] = parseGCTrace(m.logs.bufs[name].Bytes())
 		}
-		v := gcWindow(traces, logs.started, w0, w0.Add(r.workload))
-		r.gc = &v
+		v := gcWindow(traces, m.logs.started, m.w0, m.w0.Add(m.r.workload))
+		m.r.gc = &v
 	}
-	if c.profiles != "" {
-		for _, name := range logs.names {
-			path := filepath.Join(c.profiles, runName+"-"+name+".log")
-			if err := os.WriteFile(path, logs.bufs[name].Bytes(), 0o644); err != nil {
-				return r, err
-			}
+	if m.c.profiles == "" {
+		return nil
+	}
+	for _, name := range m.logs.names {
+		path := filepath.Join(m.c.profiles, m.runName()+"-"+name+".log")
+		if err := os.WriteFile(path, m.logs.bufs[name].Bytes(), 0o644); err != nil {
+			return err
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // upstreamArgs are B's components' arguments: k3s-like's --dry-run of the

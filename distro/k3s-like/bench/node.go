@@ -70,10 +70,10 @@ type nodeFlags struct {
 // addNodeFlags adds the node benchmark's flags to the command line.
 func addNodeFlags(n *nodeFlags) {
 	flag.IntVar(&n.pods, "node", 0, "run the node benchmark instead: exec → this many Pods Running on the in-process node (A) against the node as processes (B); the issue's target is 100 (the kubelet's maxPods is 110)")
-	flag.StringVar(&n.kubelet, "kubelet", "bench/out/kubelet", "B's kubelet binary (-node)")
-	flag.StringVar(&n.kubeProxy, "kube-proxy", "bench/out/kube-proxy", "B's kube-proxy binary (-node)")
-	flag.StringVar(&n.images, "node-images", "bench/out/images", "the directory of make images' archives: pause.tar (-node)")
-	flag.StringVar(&n.out, "node-out", "bench/NODE.md", "the node benchmark's report")
+	flag.StringVar(&n.kubelet, "kubelet", "distro/k3s-like/bench/out/kubelet", "B's kubelet binary (-node)")
+	flag.StringVar(&n.kubeProxy, "kube-proxy", "distro/k3s-like/bench/out/kube-proxy", "B's kube-proxy binary (-node)")
+	flag.StringVar(&n.images, "node-images", "distro/k3s-like/bench/out/images", "the directory of make images' archives: pause.tar (-node)")
+	flag.StringVar(&n.out, "node-out", "distro/k3s-like/bench/results/NODE.md", "the node benchmark's report")
 }
 
 // The node's network, as the node e2e tests have it (node_e2e_test.go,
@@ -456,43 +456,9 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 
 	machine0, self0 := machineBusy(), selfCPU()
 	start := time.Now()
-	superviseErr := make(chan error, 1)
-	switch kind {
-	case "A":
-		if err := st.start("k3s-like server", b.k3sLike, b.serverA...); err != nil {
-			return r, err
-		}
-	case "B":
-		if err := st.start("k3s-like server --disable-agent", b.k3sLike, b.serverB...); err != nil {
-			return r, err
-		}
-		if err := st.start("containerd", b.k3sLike, "containerd", "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml")); err != nil {
-			return r, err
-		}
-		go func() { superviseErr <- b.superviseB(runCtx, st) }()
+	if err := b.launch(runCtx, cancel, st); err != nil {
+		return r, err
 	}
-	// A failed process or supervisor ends the run at once.
-	go func() {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case err := <-superviseErr:
-				if err != nil {
-					cancel(fmt.Errorf("B's supervisor: %w", err))
-					return
-				}
-			case <-t.C:
-				cmds, _ := st.procs.list()
-				if err := exitedEarly(cmds); err != nil {
-					cancel(err)
-					return
-				}
-			}
-		}
-	}()
 	// cause adds why the run ended early, if it did.
 	cause := func(err error) error {
 		if c := context.Cause(runCtx); c != nil && !errors.Is(err, c) {
@@ -527,15 +493,64 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 		return r, failed("Node Ready", cause(errors.New("the Node's Ready condition was never seen")))
 	}
 	if kind == "A" && b.tmpl == nil {
-		cidr, err := podCIDR(runCtx, client)
-		if err == nil {
-			b.tmpl, err = readRuntimeFiles(filepath.Join(b.data, "agent"), cidr)
-		}
-		if err != nil {
+		if err := b.keepRuntimeFiles(runCtx, client); err != nil {
 			return r, failed("A's runtime files", err)
 		}
 	}
 	return r, nil
+}
+
+// launch starts A's server, or B's server and containerd and the driver's
+// supervision of B's kubelet and kube-proxy. A process that exits, or B's
+// supervisor failing, ends the run at once: cancel, with why.
+func (b *nodeBench) launch(runCtx context.Context, cancel context.CancelCauseFunc, st *runState) error {
+	superviseErr := make(chan error, 1)
+	switch st.kind {
+	case "A":
+		if err := st.start("k3s-like server", b.k3sLike, b.serverA...); err != nil {
+			return err
+		}
+	case "B":
+		if err := st.start("k3s-like server --disable-agent", b.k3sLike, b.serverB...); err != nil {
+			return err
+		}
+		if err := st.start("containerd", b.k3sLike, "containerd", "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml")); err != nil {
+			return err
+		}
+		go func() { superviseErr <- b.superviseB(runCtx, st) }()
+	}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case err := <-superviseErr:
+				if err != nil {
+					cancel(fmt.Errorf("B's supervisor: %w", err))
+					return
+				}
+			case <-t.C:
+				cmds, _ := st.procs.list()
+				if err := exitedEarly(cmds); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// keepRuntimeFiles keeps the runtime files A's server wrote, with its pod
+// CIDR, for B's runs (b.tmpl).
+func (b *nodeBench) keepRuntimeFiles(ctx context.Context, client kubernetes.Interface) error {
+	cidr, err := podCIDR(ctx, client)
+	if err == nil {
+		b.tmpl, err = readRuntimeFiles(filepath.Join(b.data, "agent"), cidr)
+	}
+	return err
 }
 
 // prepare makes a run's data dir (the pause image where the node
@@ -1170,9 +1185,23 @@ const (
 // cgroups, libcni's cache entries and the kubelet's container log links
 // of the run, the directories and the namespace go.
 func (b *nodeBench) cleanup(st *runState) (stop time.Duration, leftover string, err error) {
-	var errs []error
-	var left []string
 	cmds, names := st.procs.list()
+	stop, left, errs := b.stopInOrder(st, cmds, names)
+	swept, sweepErrs := b.sweep(st, cmds)
+	left, errs = append(left, swept...), append(errs, sweepErrs...)
+	if st.ns != nil {
+		st.ns.close()
+	}
+	if len(left) > 0 {
+		st.stopLog = st.tails()
+	}
+	return stop, strings.Join(left, ", "), errors.Join(errs...)
+}
+
+// stopInOrder is cleanup's stop, each step timed in st.stopSteps: the
+// processes cmds (named names) in reverse order of start; what failed to
+// stop is left.
+func (b *nodeBench) stopInOrder(st *runState, cmds []*exec.Cmd, names []string) (stop time.Duration, left []string, errs []error) {
 	s0 := time.Now()
 	step := func(what string, t0 time.Time) {
 		st.stopSteps = append(st.stopSteps, fmt.Sprintf("%s %s", what, time.Since(t0).Round(10*time.Millisecond)))
@@ -1219,7 +1248,13 @@ func (b *nodeBench) cleanup(st *runState) (stop time.Duration, leftover string, 
 	if len(cmds) > 0 {
 		stop = time.Since(s0)
 	}
-	// What outlived the stop.
+	return stop, left, errs
+}
+
+// sweep is what cleanup does after the stop: it kills what outlived it,
+// detaches what is left mounted, and removes the pod cgroups, the run's
+// traces and directories; left says what it found.
+func (b *nodeBench) sweep(st *runState, cmds []*exec.Cmd) (left []string, errs []error) {
 	killed := 0
 	for _, cmd := range cmds {
 		killed += killGroupOf(cmd.Process.Pid)
@@ -1249,13 +1284,7 @@ func (b *nodeBench) cleanup(st *runState) (stop time.Duration, leftover string, 
 			errs = append(errs, err)
 		}
 	}
-	if st.ns != nil {
-		st.ns.close()
-	}
-	if len(left) > 0 {
-		st.stopLog = st.tails()
-	}
-	return stop, strings.Join(left, ", "), errors.Join(errs...)
+	return left, errs
 }
 
 // firstLine is an error's first line.
@@ -1605,67 +1634,96 @@ func figureValues(rs []nodeResult, get func(nodeResult) (float64, bool)) []float
 // renderNode is the node benchmark's Markdown report.
 func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, load0, built string) string {
 	as, bs := nodeRuns(rs)
-	pairs := min(len(as), len(bs))
-	n := c.node.pods
+	t := nodeTables{rs: rs, as: as, bs: bs, pairs: min(len(as), len(bs)), n: c.node.pods}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "# make bench-node — the node in the server's process (A) against the node as processes (B)\n\n")
-	fmt.Fprintf(&sb, "- commit: %s\n", built)
+	renderNodeSetup(&sb, b, c, rs, took, load0, built)
+	for _, table := range []func(*strings.Builder){t.aAgainstB, t.nodeAlone, t.byProcess, t.shims, t.pairByPair, t.machineAndLeftovers} {
+		table(&sb)
+	}
+	return sb.String()
+}
+
+// renderNodeSetup is the report's head: what was run, how, and how it is
+// measured.
+func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResult, took time.Duration, load0, built string) {
+	n := c.node.pods
+	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B)\n\n")
+	fmt.Fprintf(sb, "- commit: %s\n", built)
 	nice := "unknown"
 	if f := statFields(os.Getpid()); len(f) > 16 {
 		nice = f[16]
 	}
-	fmt.Fprintf(&sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s; the driver, and everything it ran, at nice %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nice)
-	fmt.Fprintf(&sb, "- date: %s; the runs took %s (each run: exec → %d Pods Running, then the stop and the cleanup)\n", time.Now().UTC().Format(time.RFC3339), took.Round(time.Second), n)
-	fmt.Fprintf(&sb, "- binaries: %s\n", strings.Join(b.versions, "; "))
-	fmt.Fprintf(&sb, "- A: `k3s-like server` with its node: the kubelet and kube-proxy run as goroutines of the server's process, containerd (`k3s-like containerd`) as its child, the runc shim and the CNI plugins from the same binary. "+
+	fmt.Fprintf(sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s; the driver, and everything it ran, at nice %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nice)
+	fmt.Fprintf(sb, "- date: %s; the runs took %s (each run: exec → %d Pods Running, then the stop and the cleanup)\n", time.Now().UTC().Format(time.RFC3339), took.Round(time.Second), n)
+	fmt.Fprintf(sb, "- binaries: %s\n", strings.Join(b.versions, "; "))
+	fmt.Fprintf(sb, "- A: `k3s-like server` with its node: the kubelet and kube-proxy run as goroutines of the server's process, containerd (`k3s-like containerd`) as its child, the runc shim and the CNI plugins from the same binary. "+
 		"B: the same binary's `server --disable-agent --bind-address=0.0.0.0 --advertise-address=%s` as the control plane (the driver checks, from both `--dry-run`s, that kube-apiserver, kube-scheduler and kube-controller-manager get exactly A's arguments), "+
 		"`k3s-like containerd --config` with the configuration, shim and CNI plugin links A's server wrote (taken from the first A run; the data dir has the same path in every run, so the files are byte for byte A's), "+
 		"and the upstream `kubelet` and `kube-proxy` built from the same k8s.io/kubernetes, with the arguments A's `server --dry-run --output json` prints for its kubelet and kube-proxy (flags only; the one KubeletConfiguration file, below, is the same file in both).\n", nodeIP)
-	fmt.Fprintf(&sb, "- B's supervisor (the driver) does what A's server does for its node, in A's order: it waits for containerd's CRI and imports `DATA_DIR/%s/pause.tar` (a copy of k3s-like's import: pinned, unpacked for overlayfs) before the kubelet may start; writes the node's certificates and kubeconfig with `pki.Files.EnsureNode` from the cluster's CAs once the server wrote them (A's `prepareNode`); starts the kubelet once the apiserver's `/readyz` answers, and kube-proxy once the kubelet's `/healthz` answers and node-join's `%s` binding exists; and writes A's CNI configuration, with this node's pod CIDR, once the Node has one (polling every second, as A's `cni-config`). That work of the driver's is in no figure; in A the same work (the image import's client side, the node's PKI, the CNI configuration's writer, and the node's feature reporter, which B lacks) is in the server's.\n", imagesDir, proxierBinding)
-	fmt.Fprintf(&sb, "- both: one run at a time in a network namespace the driver makes (the node e2e tests' set-up: loopback, a veth pair, %s/24 as the node IP and the default route; no packet leaves it), every server port at its default inside it; the same data dir path; the node `%s` with `--kubelet-arg=cgroup-root=%s` (a kubelet removes the pod cgroups it does not know under its root: not the host's) and `--kubelet-arg=config=` a KubeletConfiguration with only `podLogsDir` under the data dir (likewise for pod log directories); `--disable=coredns`, so that the node runs the benchmark's Pods only. "+
+	fmt.Fprintf(sb, "- B's supervisor (the driver) does what A's server does for its node, in A's order: it waits for containerd's CRI and imports `DATA_DIR/%s/pause.tar` (a copy of k3s-like's import: pinned, unpacked for overlayfs) before the kubelet may start; writes the node's certificates and kubeconfig with `pki.Files.EnsureNode` from the cluster's CAs once the server wrote them (A's `prepareNode`); starts the kubelet once the apiserver's `/readyz` answers, and kube-proxy once the kubelet's `/healthz` answers and node-join's `%s` binding exists; and writes A's CNI configuration, with this node's pod CIDR, once the Node has one (polling every second, as A's `cni-config`). That work of the driver's is in no figure; in A the same work (the image import's client side, the node's PKI, the CNI configuration's writer, and the node's feature reporter, which B lacks) is in the server's.\n", imagesDir, proxierBinding)
+	fmt.Fprintf(sb, "- both: one run at a time in a network namespace the driver makes (the node e2e tests' set-up: loopback, a veth pair, %s/24 as the node IP and the default route; no packet leaves it), every server port at its default inside it; the same data dir path; the node `%s` with `--kubelet-arg=cgroup-root=%s` (a kubelet removes the pod cgroups it does not know under its root: not the host's) and `--kubelet-arg=config=` a KubeletConfiguration with only `podLogsDir` under the data dir (likewise for pod log directories); `--disable=coredns`, so that the node runs the benchmark's Pods only. "+
 		"The workload: once `/readyz` answers, a namespace and, once its default ServiceAccount exists, one Deployment of %d Pods of the pause image (`imagePullPolicy: Never`, the node imported it); done when the driver's watch sees %d Pods Running with Ready True. Nothing is pulled.\n", nodeIP, benchNodeName, b.cgroupRoot, n, n)
-	fmt.Fprintf(&sb, "- figures: time from the exec of the first process (A: the server; B: the server, then containerd at once); RSS = VmRSS, anon = RssAnon (`/proc/PID/status`), PSS = `Pss` of `/proc/PID/smaps_rollup` (shared pages divided among the processes that map them: the server, containerd and every shim map the same 300 MiB binary, which VmRSS counts in each) and CPU = utime+stime (`/proc/PID/stat`), summed over the processes when all %d Pods run: A the server and its containerd child, B the server, containerd, the kubelet and kube-proxy. "+
+	fmt.Fprintf(sb, "- figures: time from the exec of the first process (A: the server; B: the server, then containerd at once); RSS = VmRSS, anon = RssAnon (`/proc/PID/status`), PSS = `Pss` of `/proc/PID/smaps_rollup` (shared pages divided among the processes that map them: the server, containerd and every shim map the same 300 MiB binary, which VmRSS counts in each) and CPU = utime+stime (`/proc/PID/stat`), summed over the processes when all %d Pods run: A the server and its containerd child, B the server, containerd, the kubelet and kube-proxy. "+
 		"The shims (one `containerd-shim-runc-v2` per Pod, the k3s-like binary re-executed), their containers, and the CPU of children that exited and were reaped (containerd's: the CNI plugins, the same binary again, and `shim start`; the shims': runc) are in neither process total: they are given apart, and in the row \"CPU, everything\".\n", n)
-	fmt.Fprintf(&sb, "- stop: SIGTERM → all exited. A: to the server (its harness stops the node, the runtime removes the pod sandboxes through the CRI within half of `--stop-timeout`, default 8 s, SIGTERMs containerd, kills its process group after 10 s, kills the shims with their containers; the server then detaches the node's mounts). B: the driver does the same steps with the same budgets: kube-proxy, the kubelet, the sandboxes (%s), containerd (%s), the shims, containers and CNI plugins killed, the server, each after the previous exited, the mounts detached. "+
+	fmt.Fprintf(sb, "- stop: SIGTERM → all exited. A: to the server (its harness stops the node, the runtime removes the pod sandboxes through the CRI within half of `--stop-timeout`, default 8 s, SIGTERMs containerd, kills its process group after 10 s, kills the shims with their containers; the server then detaches the node's mounts). B: the driver does the same steps with the same budgets: kube-proxy, the kubelet, the sandboxes (%s), containerd (%s), the shims, containers and CNI plugins killed, the server, each after the previous exited, the mounts detached. "+
 		"Then, in both, the driver kills whatever is left (process groups, shims, containers, CNI plugins), detaches what is left mounted under the data dir and `%s`, removes the pod cgroups, the run's libcni cache entries (`/var/lib/cni/results`) and container log links (`/var/log/containers`), the directories and the namespace; what it found left is named at the end.\n", sandboxSweep, runtimeGrace, b.runDir)
-	fmt.Fprintf(&sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-node %d -pairs %d` (make bench-node's BENCH_NODE_PODS, BENCH_NODE_PAIRS).\n", n, c.pairs)
+	fmt.Fprintf(sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-node %d -pairs %d` (make bench-node's BENCH_NODE_PODS, BENCH_NODE_PAIRS).\n", n, c.pairs)
 	sb.WriteString(nodeSharedNote(rs, load0))
+}
 
-	fmt.Fprintf(&sb, "\n## A against B (%d Pods, %d pairs)\n\n| figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|\n", n, pairs)
-	pairRatio := func(get func(nodeResult) (float64, bool)) []float64 {
-		var out []float64
-		for i := range pairs {
-			va, ok1 := get(as[i])
-			vb, ok2 := get(bs[i])
-			if ok1 && ok2 {
-				out = append(out, va/vb)
-			}
+// nodeTables are the node report's tables, from the runs rs: A's and B's,
+// pairs of them, at n Pods.
+type nodeTables struct {
+	rs, as, bs []nodeResult
+	pairs, n   int
+}
+
+// pairRatio is A/B of a figure pair by pair, where both runs have it.
+func (t nodeTables) pairRatio(get func(nodeResult) (float64, bool)) []float64 {
+	var out []float64
+	for i := range t.pairs {
+		va, ok1 := get(t.as[i])
+		vb, ok2 := get(t.bs[i])
+		if ok1 && ok2 {
+			out = append(out, va/vb)
 		}
-		return out
 	}
-	for _, f := range nodeFigures {
-		fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", f.name, span(figureValues(as, f.get), f.unit), span(figureValues(bs, f.get), f.unit), ratio(med(pairRatio(f.get))))
-	}
+	return out
+}
 
-	fmt.Fprintf(&sb, "\n## The node alone\n\nB's node is three processes. A's kubelet and kube-proxy share the server's process and cannot be measured apart: the rows below give A's server less B's control plane of the same pair (`k3s-like server --disable-agent`, the same control plane with the same arguments serving the same node) as an **estimate** of them, not a measurement: the same control plane in another process under the same load, not the same memory (A's process shares one Go runtime, heap and binary between them), and it also holds what A's server does for its own node (the image import's client, the node's PKI, the CNI configuration's writer, the node's feature reporter), which in B the driver does, in no figure. containerd is a process of its own in both.\n\n")
-	fmt.Fprintf(&sb, "| part | figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|---|\n")
+// aAgainstB is every figure, A against B.
+func (t nodeTables) aAgainstB(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n## A against B (%d Pods, %d pairs)\n\n| figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|\n", t.n, t.pairs)
+	for _, f := range nodeFigures {
+		fmt.Fprintf(sb, "| %s | %s | %s | %s |\n", f.name, span(figureValues(t.as, f.get), f.unit), span(figureValues(t.bs, f.get), f.unit), ratio(med(t.pairRatio(f.get))))
+	}
+}
+
+// nodeAlone is containerd, the kubelet and kube-proxy, and the node: B's
+// processes, A's estimated.
+func (t nodeTables) nodeAlone(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n## The node alone\n\nB's node is three processes. A's kubelet and kube-proxy share the server's process and cannot be measured apart: the rows below give A's server less B's control plane of the same pair (`k3s-like server --disable-agent`, the same control plane with the same arguments serving the same node) as an **estimate** of them, not a measurement: the same control plane in another process under the same load, not the same memory (A's process shares one Go runtime, heap and binary between them), and it also holds what A's server does for its own node (the image import's client, the node's PKI, the CNI configuration's writer, the node's feature reporter), which in B the driver does, in no figure. containerd is a process of its own in both.\n\n")
+	fmt.Fprintf(sb, "| part | figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|---|\n")
 	partNames := []string{"containerd", "kubelet + kube-proxy (A: estimate)", "the node (A: estimate)"}
 	for part, name := range partNames {
 		for _, f := range splitFigures {
 			var va, vb, rr []float64
-			for i := range pairs {
-				p, ok := nodeParts(as[i], bs[i], f.get)
+			for i := range t.pairs {
+				p, ok := nodeParts(t.as[i], t.bs[i], f.get)
 				if !ok {
 					continue
 				}
 				va, vb, rr = append(va, p[part][0]), append(vb, p[part][1]), append(rr, p[part][0]/p[part][1])
 			}
-			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s |\n", name, f.name, span(va, f.unit), span(vb, f.unit), ratio(med(rr)))
+			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s |\n", name, f.name, span(va, f.unit), span(vb, f.unit), ratio(med(rr)))
 		}
 	}
+}
 
-	fmt.Fprintf(&sb, "\n## By process (medians, when all %d Pods run)\n\n| run | process | RSS | RSS anon | PSS | CPU | reaped children's CPU |\n|---|---|---|---|---|---|---|\n", n)
-	for _, side := range [][]nodeResult{as, bs} {
+// byProcess is each process's figures.
+func (t nodeTables) byProcess(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n## By process (medians, when all %d Pods run)\n\n| run | process | RSS | RSS anon | PSS | CPU | reaped children's CPU |\n|---|---|---|---|---|---|---|\n", t.n)
+	for _, side := range [][]nodeResult{t.as, t.bs} {
 		if len(side) == 0 {
 			continue
 		}
@@ -1676,7 +1734,7 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 					return f(q), ok
 				}
 			}
-			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s |\n", side[0].kind, p.name,
+			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s |\n", side[0].kind, p.name,
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.rss) })), "MiB"),
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.anon) })), "MiB"),
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.pss) })), "MiB"),
@@ -1684,7 +1742,11 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 				span(figureValues(side, get(func(q procFigures) float64 { return secs(q.reaped) })), "s"))
 		}
 	}
-	fmt.Fprintf(&sb, "\n## The shims and the containers (in neither total)\n\n| figure | A median (min–max) | B median (min–max) |\n|---|---|---|\n")
+}
+
+// shims is the shims' and the containers' figures.
+func (t nodeTables) shims(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n## The shims and the containers (in neither total)\n\n| figure | A median (min–max) | B median (min–max) |\n|---|---|---|\n")
 	shim := []nodeFigure{
 		{"shims", "", func(r nodeResult) (float64, bool) { return float64(r.shims.shims), true }},
 		{"processes (shims, containers)", "", func(r nodeResult) (float64, bool) { return float64(r.shims.procs), true }},
@@ -1695,33 +1757,40 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 		{"reaped children's CPU (runc)", "s", func(r nodeResult) (float64, bool) { return secs(r.shims.reaped), true }},
 	}
 	for _, f := range shim {
-		fmt.Fprintf(&sb, "| %s | %s | %s |\n", f.name, span(figureValues(as, f.get), f.unit), span(figureValues(bs, f.get), f.unit))
+		fmt.Fprintf(sb, "| %s | %s | %s |\n", f.name, span(figureValues(t.as, f.get), f.unit), span(figureValues(t.bs, f.get), f.unit))
 	}
+}
 
-	fmt.Fprintf(&sb, "\n## A/B pair by pair\n\n| pair |")
+// pairByPair is A/B of every figure, pair by pair, and their medians.
+func (t nodeTables) pairByPair(sb *strings.Builder) {
+	fmt.Fprintf(sb, "\n## A/B pair by pair\n\n| pair |")
 	for _, f := range nodeFigures {
-		fmt.Fprintf(&sb, " %s |", f.name)
+		fmt.Fprintf(sb, " %s |", f.name)
 	}
 	sb.WriteString("\n|---|" + strings.Repeat("---|", len(nodeFigures)) + "\n")
-	for i := range pairs {
-		fmt.Fprintf(&sb, "| %d |", i+1)
+	for i := range t.pairs {
+		fmt.Fprintf(sb, "| %d |", i+1)
 		for _, f := range nodeFigures {
-			va, _ := f.get(as[i])
-			vb, _ := f.get(bs[i])
-			fmt.Fprintf(&sb, " %s |", ratio(va/vb))
+			va, _ := f.get(t.as[i])
+			vb, _ := f.get(t.bs[i])
+			fmt.Fprintf(sb, " %s |", ratio(va/vb))
 		}
 		sb.WriteString("\n")
 	}
 	sb.WriteString("| **median** |")
 	for _, f := range nodeFigures {
-		fmt.Fprintf(&sb, " **%s** |", ratio(med(pairRatio(f.get))))
+		fmt.Fprintf(sb, " **%s** |", ratio(med(t.pairRatio(f.get))))
 	}
 	sb.WriteString("\n")
+}
 
+// machineAndLeftovers is the other processes' CPU, and what the stops
+// left.
+func (t nodeTables) machineAndLeftovers(sb *strings.Builder) {
 	other := func(r nodeResult) (float64, bool) { return secs(r.otherCPU), true }
-	fmt.Fprintf(&sb, "\nThe machine's other processes used, exec → all Running, median (min–max): during A's runs %s, during B's %s of CPU.\n", span(figureValues(as, other), "s"), span(figureValues(bs, other), "s"))
+	fmt.Fprintf(sb, "\nThe machine's other processes used, exec → all Running, median (min–max): during A's runs %s, during B's %s of CPU.\n", span(figureValues(t.as, other), "s"), span(figureValues(t.bs, other), "s"))
 	var left []string
-	for _, r := range rs {
+	for _, r := range t.rs {
 		if r.leftover != "" {
 			left = append(left, fmt.Sprintf("%s%d: %s", r.kind, r.pair, r.leftover))
 		}
@@ -1729,9 +1798,8 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 	if len(left) == 0 {
 		sb.WriteString("\nNo run left anything for the driver to clean after its stop.\n")
 	} else {
-		fmt.Fprintf(&sb, "\nWhat the stop left, which the driver then cleaned: %s.\n", strings.Join(left, "; "))
+		fmt.Fprintf(sb, "\nWhat the stop left, which the driver then cleaned: %s.\n", strings.Join(left, "; "))
 	}
-	return sb.String()
 }
 
 // nodeSharedNote says how much CPU the machine's other processes used
