@@ -42,12 +42,6 @@ import (
 	"github.com/kubeharness/kubeharness/harness"
 )
 
-// Packaged components, the k3s way: manifests embedded in the binary are
-// written to DATA_DIR/server/manifests at start, and every manifest there,
-// the user's too, is applied with server-side apply and again when it
-// changes. What each file applied is recorded in a ConfigMap, so that what
-// a file no longer holds, or a removed file held, is deleted.
-
 //go:embed manifests/*.yaml
 var packagedManifests embed.FS
 
