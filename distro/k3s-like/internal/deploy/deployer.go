@@ -1,23 +1,15 @@
 package deploy
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"strings"
-	"text/template"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -34,16 +25,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/components"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/harness"
 )
-
-//go:embed manifests/*.yaml
-var packagedManifests embed.FS
 
 const (
 	manifestsName = "manifests" // the harness component
@@ -52,25 +38,9 @@ const (
 	// manifestRecordPrefix names a file's record, kube-system/PREFIX+NAME.
 	manifestRecordPrefix = "k3s-like-manifest-"
 	manifestRecordLabel  = "kubeharness.io/k3s-like-manifest"
-	// CoreDNSImage is images.CoreDNSName (TestCoreDNSImageIsTheImagesOne):
-	// this module does not require the images module, whose CoreDNS
-	// dependencies would move this module's versions.
-	CoreDNSImage = "kubeharness.local/coredns:v1.15.0"
 	// manifestPoll is how often the directory is read again (k3s polls too).
 	manifestPoll = 15 * time.Second
 )
-
-// ourManifestHeader starts every packaged manifest k3s-like writes: a file
-// that starts with it is ours to overwrite or, when disabled, remove.
-const ourManifestHeader = "# Written by k3s-like at every start; create %s.yaml.skip to keep your own, or disable it with --disable %s.\n"
-
-// Values are the packaged manifests' template variables.
-type Values struct {
-	ClusterDNS    string   // the kube-dns Service's IP
-	ClusterDomain string   // the cluster's DNS domain
-	Image         string   // the CoreDNS image
-	Upstreams     []string // CoreDNS's forward targets; none by default
-}
 
 // Config is what a server's manifests component needs.
 type Config struct {
@@ -81,182 +51,6 @@ type Config struct {
 }
 
 func manifestsDir(dataDir string) string { return filepath.Join(dataDir, "server", "manifests") }
-
-// PackagedNames are the packaged components, sorted: "coredns".
-func PackagedNames() []string {
-	entries, _ := packagedManifests.ReadDir("manifests")
-	var names []string
-	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Name(), ".yaml"))
-	}
-	slices.Sort(names)
-	return names
-}
-
-// renderPackaged is the packaged manifest name with v, ours (it starts
-// with ourManifestHeader).
-func renderPackaged(name string, v Values) ([]byte, error) {
-	text, err := packagedManifests.ReadFile(path.Join("manifests", name+".yaml"))
-	if err != nil {
-		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
-	}
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(text))
-	if err != nil {
-		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, ourManifestHeader, name, name)
-	if err := tmpl.Execute(&b, v); err != nil {
-		return nil, fmt.Errorf("packaged manifest %s: %w", name, err)
-	}
-	return b.Bytes(), nil
-}
-
-// CheckFlags checks --disable and --cluster-dns-upstream.
-func CheckFlags(disable, dnsUpstreams []string) error {
-	valid := PackagedNames()
-	for _, n := range disable {
-		if !slices.Contains(valid, n) {
-			return fmt.Errorf("--disable=%s: not a packaged component; they are %s", n, strings.Join(valid, ", "))
-		}
-	}
-	for _, u := range dnsUpstreams {
-		if _, err := netip.ParseAddr(u); err == nil {
-			continue
-		}
-		if _, err := netip.ParseAddrPort(u); err == nil {
-			continue
-		}
-		if filepath.IsAbs(u) {
-			continue
-		}
-		return fmt.Errorf("--cluster-dns-upstream=%s: want an IP address, IP:port, or a resolv.conf path in the CoreDNS container such as /etc/resolv.conf", u)
-	}
-	return nil
-}
-
-// writePackaged writes each packaged manifest into dir (0600, atomically)
-// unless NAME.yaml.skip exists; a disabled one is not written, and
-// removed if the file there is ours.
-func writePackaged(dir string, v Values, disabled []string, log logr.Logger) error {
-	for _, name := range PackagedNames() {
-		file := filepath.Join(dir, name+".yaml")
-		if slices.Contains(disabled, name) {
-			if ours(file, name) {
-				if err := os.Remove(file); err != nil {
-					return fmt.Errorf("disabled %s: %w", name, err)
-				}
-				log.Info("Removed the packaged manifest of a disabled component", "file", file)
-			}
-			continue
-		}
-		if _, err := os.Stat(file + ".skip"); err == nil {
-			log.Info("Not writing a packaged manifest: a .skip file exists", "file", file)
-			continue
-		}
-		data, err := renderPackaged(name, v)
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.Write(file, data, 0o600); err != nil {
-			return fmt.Errorf("packaged manifest %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// ours reports whether the file holds a packaged manifest k3s-like wrote.
-func ours(file, name string) bool {
-	f, err := os.Open(file)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	return line == fmt.Sprintf(ourManifestHeader, name, name)
-}
-
-// isManifest reports whether a file name in the directory is a manifest
-// (not a .skip file, not a hidden or temporary file).
-func isManifest(name string) bool {
-	switch filepath.Ext(name) {
-	case ".yaml", ".yml", ".json":
-		return !strings.HasPrefix(name, ".")
-	}
-	return false
-}
-
-// decodeManifest returns the objects of a YAML (multi-document) or JSON
-// manifest; a List's items are objects. An error names the file and the
-// document (counted from 1); a file with one is applied not at all.
-func decodeManifest(file string, data []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var objs []*unstructured.Unstructured
-	for doc := 1; ; doc++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-		}
-		j, err := yaml.YAMLToJSON(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-		}
-		if t := bytes.TrimSpace(j); len(t) == 0 || string(t) == "null" {
-			continue // empty, or only comments
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-		}
-		items := []*unstructured.Unstructured{obj}
-		if obj.IsList() {
-			list, err := obj.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", file, doc, err)
-			}
-			items = items[:0]
-			for i := range list.Items {
-				items = append(items, &list.Items[i])
-			}
-		}
-		for _, o := range items {
-			if o.GetAPIVersion() == "" || o.GetKind() == "" || o.GetName() == "" {
-				return nil, fmt.Errorf("%s: document %d: an object needs apiVersion, kind and metadata.name (got %q, %q, %q)", file, doc, o.GetAPIVersion(), o.GetKind(), o.GetName())
-			}
-			objs = append(objs, o)
-		}
-	}
-}
-
-// appliedObject is one object a file applied, as its record lists it.
-type appliedObject struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-func (a appliedObject) String() string {
-	if a.Namespace == "" {
-		return fmt.Sprintf("%s %s (%s)", a.Kind, a.Name, a.APIVersion)
-	}
-	return fmt.Sprintf("%s %s/%s (%s)", a.Kind, a.Namespace, a.Name, a.APIVersion)
-}
-
-// recordName is the name of a manifest file's record.
-func recordName(file string) string {
-	base := strings.ToLower(strings.TrimSuffix(file, filepath.Ext(file)))
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
-			return r
-		}
-		return '-'
-	}, base)
-	return strings.Trim(manifestRecordPrefix+name, "-.")
-}
 
 // deployer applies the manifests of one directory.
 type deployer struct {
