@@ -40,20 +40,10 @@ func NewCommand() *cobra.Command {
 // (for tests).
 func newCommandWithOptions() (*cobra.Command, *options) {
 	a := &options{Options: cli.Options{Command: cli.Agent}}
-	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Run a node (the kubelet and containerd) that joins a k3s-like server: --server URL --token-file FILE",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.Load(cmd.Flags(), cmd.ErrOrStderr(), os.Getenv); err != nil {
-				return err
-			}
-			return a.run(cmd.Context(), os.Getenv)
-		},
-	}
+	cmd := a.NewCommand("Run a node (the kubelet and containerd) that joins a k3s-like server: --server URL --token-file FILE",
+		func(cmd *cobra.Command) error { return a.run(cmd.Context(), os.Getenv) })
 	f := cmd.Flags()
 	f.StringVarP(&a.server, "server", "s", "", "The server to join, https://HOST:6443 (also $K3S_LIKE_URL)")
-	a.AddFlags(f)
 	a.node.AddFlags(f, false)
 	return cmd, a
 }

@@ -5,8 +5,8 @@
 //
 // The flow of either command before it runs anything:
 //
-//	o.AddFlags(cmd.Flags())         // with the command's own flags
-//	o.Load(cmd.Flags(), stderr, os.Getenv)
+//	cmd := o.NewCommand(short, run)  // the shared flags (AddFlags); the command adds its own
+//	o.Load(cmd.Flags(), stderr, os.Getenv) // before run:
 //	    ConfigFiles                  // --config, $K3S_LIKE_CONFIG_FILE or /etc/k3s-like/config.yaml, then FILE.d/*.yaml
 //	    ApplyConfig                  // k3s's rules: long flag names as keys, key+: appends, the command line wins
 //	    CheckFileModes               // the config files and the token file: a warning each, or with --protect-files an error

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
@@ -31,6 +32,25 @@ const (
 	Server = "server"
 	Agent  = "agent"
 )
+
+// NewCommand is the command o.Command ("server" or "agent") with the
+// shared flags: it takes no arguments and, before run, loads the config
+// file (Load). The caller adds its own flags.
+func (o *Options) NewCommand(short string, run func(cmd *cobra.Command) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   o.Command,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Load(cmd.Flags(), cmd.ErrOrStderr(), os.Getenv); err != nil {
+				return err
+			}
+			return run(cmd)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
 
 // AddFlags adds the shared flags to f.
 func (o *Options) AddFlags(f *pflag.FlagSet) {

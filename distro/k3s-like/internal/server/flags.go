@@ -64,19 +64,9 @@ func NewCommand() *cobra.Command {
 // (for tests).
 func newCommandWithOptions() (*cobra.Command, *options) {
 	o := &options{Options: cli.Options{Command: cli.Server}}
-	cmd := &cobra.Command{
-		Use:   "server",
-		Short: "Run the control plane (embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager) and, unless --disable-agent, a node: the kubelet and containerd",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Load(cmd.Flags(), cmd.ErrOrStderr(), os.Getenv); err != nil {
-				return err
-			}
-			return o.run(cmd.Context(), cmd.OutOrStdout())
-		},
-	}
+	cmd := o.NewCommand("Run the control plane (embedded etcd, kube-apiserver, kube-scheduler, kube-controller-manager) and, unless --disable-agent, a node: the kubelet and containerd",
+		func(cmd *cobra.Command) error { return o.run(cmd.Context(), cmd.OutOrStdout()) })
 	f := cmd.Flags()
-	o.AddFlags(f)
 	f.StringVar(&o.bindAddress, "bind-address", "", "kube-apiserver bind address; 0.0.0.0 (or ::) listens on every address and puts the host's addresses and name into the serving certificate (default 0.0.0.0 with a node, advertising its IP; 127.0.0.1 with --disable-agent)")
 	f.StringVar(&o.advertiseAddress, "advertise-address", "", "IP address kube-apiserver advertises to the cluster (the kubernetes Service's endpoint) and the admin kubeconfig points at (default the bind address, or with 0.0.0.0 the default route's address)")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "More host names or IP addresses for the serving certificate (repeatable, or comma-separated); a change reissues the serving certificate, never the CA")
