@@ -5,7 +5,7 @@
 //
 // The node's tests need root, runc, iptables, nftables, iproute2 and
 // busybox-static, and run the binary in a network namespace they make
-// (skipped elsewhere); TestUpgradeRehearsal needs the binaries of two
+// (skipped when not root); TestUpgradeRehearsal needs the binaries of two
 // minors ($K3S_LIKE_OLD, $K3S_LIKE_NEW: make rehearsal); the datastore
 // fault scenarios (faults_*) are make faults and make faults-short, left
 // out of make test-example. incluster is a program the Services test runs
