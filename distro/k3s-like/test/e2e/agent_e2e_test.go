@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,21 +24,8 @@ import (
 // unmounts nothing (no "Unmounted" line: its barrier never ran).
 func TestAgentConfigFileAndSystemd(t *testing.T) {
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	require.NoError(t, err)
 	states := make(chan string, 8)
-	go func() {
-		buf := make([]byte, 256)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(states)
-				return
-			}
-			states <- strings.TrimSpace(string(buf[:n]))
-		}
-	}()
+	sock, stopNotify := listenNotify(t, dir, func(state string) { states <- state })
 
 	server := "https://127.0.0.1:" + strconv.Itoa(freePorts(t, 1)[0]) // nothing listens there
 	token := filepath.Join(dir, "token")
@@ -90,7 +76,8 @@ func TestAgentConfigFileAndSystemd(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("systemd heard no STOPPING=1")
 	}
-	conn.Close()
+	stopNotify()
+	close(states)
 	for s := range states {
 		t.Errorf("systemd heard %s after STOPPING=1", s)
 	}

@@ -36,44 +36,29 @@ import (
 //     nothing.
 func TestJSONLogsAndSystemd(t *testing.T) {
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	require.NoError(t, err)
-	defer conn.Close()
-
-	s := newServer(t, filepath.Join(dir, "data"))
-	s.env = []string{"NOTIFY_SOCKET=" + sock}
-	logFile := filepath.Join(dir, "k3s-like.log")
-
 	type notification struct {
 		state          string
 		schedulerReady bool // /healthz answered 200 when the datagram arrived
 		kcmReady       bool
 	}
 	var (
-		mu   sync.Mutex
-		got  []notification
-		done = make(chan struct{})
+		mu  sync.Mutex
+		got []notification
 	)
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			state := strings.TrimSpace(string(buf[:n]))
-			got1 := notification{state: state}
-			if state == "READY=1" {
-				got1.schedulerReady = healthz(s.ports["scheduler"])
-				got1.kcmReady = healthz(s.ports["kcm"])
-			}
-			mu.Lock()
-			got = append(got, got1)
-			mu.Unlock()
+	s := newServer(t, filepath.Join(dir, "data"))
+	sock, stopNotify := listenNotify(t, dir, func(state string) {
+		got1 := notification{state: state}
+		if state == "READY=1" {
+			got1.schedulerReady = healthz(s.ports["scheduler"])
+			got1.kcmReady = healthz(s.ports["kcm"])
 		}
-	}()
+		mu.Lock()
+		got = append(got, got1)
+		mu.Unlock()
+	})
+
+	s.env = []string{"NOTIFY_SOCKET=" + sock}
+	logFile := filepath.Join(dir, "k3s-like.log")
 
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -96,8 +81,7 @@ func TestJSONLogsAndSystemd(t *testing.T) {
 		defer mu.Unlock()
 		assert.Len(ct, got, 2)
 	}, 5*time.Second, 50*time.Millisecond)
-	conn.Close()
-	<-done
+	stopNotify()
 	require.Equal(t, []string{"READY=1", "STOPPING=1"}, []string{got[0].state, got[1].state}, "one READY=1 (the server's, not the apiserver's), then STOPPING=1")
 	assert.True(t, got[0].schedulerReady, "kube-scheduler answered /healthz when READY=1 arrived")
 	assert.True(t, got[0].kcmReady, "kube-controller-manager answered /healthz when READY=1 arrived")
@@ -236,4 +220,36 @@ func TestLogFileNoFollow(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(got), "before\n"), "appended: %q", got)
 	assert.Contains(t, string(got), "--memory-limit=1")
+}
+
+// listenNotify listens in dir as systemd's notify socket does (Type=notify)
+// and calls got with each datagram's state, in one goroutine, in order. It
+// returns the socket's path and stop, which closes it and waits for the
+// goroutine (also at the end of the test).
+func listenNotify(t *testing.T, dir string, got func(state string)) (path string, stop func()) {
+	t.Helper()
+	path = filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			got(strings.TrimSpace(string(buf[:n])))
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			conn.Close()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return path, stop
 }
