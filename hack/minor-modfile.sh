@@ -13,7 +13,7 @@
 #     modfile's versions in place keeps the default minor's indirect pins
 #     (container-storage-interface/spec, etcd's raft), which the older minor
 #     does not build against.
-#   - examples/k3s-like/go.k8s-1.36.mod (.sum): its go.mod without indirect
+#   - distro/k3s-like/go.k8s-1.36.mod (.sum): its go.mod without indirect
 #     requirements, the replace block of the staging modules swapped for one
 #     that pins every module whose version in the components' 1.36 build
 #     differs from k3s-like's default build. A replace is needed: the
@@ -53,7 +53,7 @@ generate() {
   go mod tidy -modfile="$c"
   go list -modfile="$c" -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/components"
 
-  follow "$root/examples/k3s-like" "$minor" "$k8s" "$suffix"
+  follow "$root/distro/k3s-like" "$minor" "$k8s" "$suffix"
   go mod edit -modfile="go.k8s-$minor$suffix.mod" -require="github.com/containerd/containerd/v2@v$containerd"
   go mod tidy -modfile="go.k8s-$minor$suffix.mod"
   follow "$root/conformance" "$minor" "$k8s" "$suffix"
@@ -83,11 +83,11 @@ follow() {
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f "$root"/{components,examples/k3s-like,conformance}/go.k8s-*.check.{mod,sum}' EXIT
+trap 'rm -rf "$tmp"; rm -f "$root"/{components,distro/k3s-like,conformance}/go.k8s-*.check.{mod,sum}' EXIT
 
 if [ "${1:-}" != --check ]; then
   generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" ""
-  echo "wrote components/, examples/k3s-like/ and conformance/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
+  echo "wrote components/, distro/k3s-like/ and conformance/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
   exit 0
 fi
 
@@ -97,9 +97,9 @@ for m in "$root"/components/go.k8s-*.mod; do
   minor=${m##*/go.k8s-}; minor=${minor%.mod}
   k8s=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$m")
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2; exit }' "$m")
-  containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/examples/k3s-like/go.k8s-$minor.mod")
+  containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/distro/k3s-like/go.k8s-$minor.mod")
   generate "$k8s" "$etcd" "$containerd" .check
-  for f in "$root"/{components,examples/k3s-like,conformance}/go.k8s-$minor; do
+  for f in "$root"/{components,distro/k3s-like,conformance}/go.k8s-$minor; do
     if ! diff -q "$f.mod" "$f.check.mod" >/dev/null; then
       echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd generates: run it" >&2
       diff "$f.mod" "$f.check.mod" >&2 || true

@@ -3,7 +3,7 @@
 # module that requires it needs the same `replace k8s.io/<staging> =>
 # k8s.io/<staging> v0.37.2` block. components/go.mod is the one place they are
 # pinned; this copies its block into the other modules that need it
-# (examples/k3s-like, examples/minimal, conformance) with the k8s.io/kubernetes
+# (distro/k3s-like, examples/minimal, conformance) with the k8s.io/kubernetes
 # version, and with --check fails if a copy differs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +16,7 @@ want=$(block "$src")
 kver() { awk '{ sub(/^require[[:space:]]+/, "") } $1 == "k8s.io/kubernetes" && v == "" { v = $2 } END { print v }' "$1"; }
 k8s=$(kver "$src")
 status=0
-for mod in "$root/examples/k3s-like/go.mod" "$root/examples/minimal/go.mod" "$root/conformance/go.mod"; do
+for mod in "$root/distro/k3s-like/go.mod" "$root/examples/minimal/go.mod" "$root/conformance/go.mod"; do
   # A module that requires k8s.io/kubernetes requires the pinned version.
   v=$(kver "$mod")
   if [ -n "$v" ] && [ "$v" != "$k8s" ]; then

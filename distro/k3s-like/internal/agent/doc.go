@@ -1,0 +1,13 @@
+// Package agent is `k3s-like agent`: a node (containerd, the kubelet,
+// kube-proxy) that joins a k3s-like server.
+//
+//	NewCommand: --server, the shared flags (package cli), the node's
+//	run:
+//	    check                 // --server, the full token (it pins the cluster CA)
+//	    daemon.Run:
+//	        cluster.Join       // pins the server's CA, reads the agent settings
+//	                           // with the bootstrap token, writes the bootstrap kubeconfig
+//	        node.Config.Add    // the kubelet bootstraps its client certificate
+//	        barrier -> PrepareRuntime
+//	        stop -> the node's AfterStop
+package agent

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckFileModes: what group or others may do with a file, and how the
+// check reports it: a warning naming the file, its mode and the fix, or
+// with protect an error naming every such file; never the contents.
+func TestCheckFileModes(t *testing.T) {
+	for _, tc := range []struct {
+		perm   os.FileMode
+		secret bool
+		want   string
+	}{
+		{0o600, true, ""},
+		{0o400, true, ""},
+		{0o700, true, ""},
+		{0o640, true, "readable by group or others"},
+		{0o604, true, "readable by group or others"},
+		{0o620, true, "writable by group or others"},
+		{0o666, true, "readable and writable by group or others"},
+		{0o711, true, ""}, // execute alone reads nothing
+		{0o644, false, ""},
+		{0o664, false, "writable by group or others"},
+		{0o602, false, "writable by group or others"},
+	} {
+		assert.Equal(t, tc.want, exposure(tc.perm, tc.secret), "%04o secret=%v", tc.perm, tc.secret)
+	}
+
+	dir := t.TempDir()
+	write := func(name string, perm os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("s3cret-value\n"), perm))
+		require.NoError(t, os.Chmod(p, perm))
+		return p
+	}
+	open := write("open", 0o644)
+	closed := write("closed", 0o600)
+	files := []checkedFile{
+		{path: open, what: "the token file", note: "--token-file", secret: true},
+		{path: closed, what: "the token file", secret: true},
+		{path: filepath.Join(dir, "missing"), what: "the token file", secret: true},
+	}
+	var stderr bytes.Buffer
+	require.NoError(t, checkFileModes(&stderr, false, files))
+	assert.Equal(t, "Warning: the token file "+open+" (--token-file) is readable by group or others (mode 0644): chmod 600 "+open+" (--protect-files makes this an error)\n", stderr.String())
+
+	stderr.Reset()
+	other := write("other", 0o660)
+	err := checkFileModes(&stderr, true, append(files, checkedFile{path: other, what: "the config file"}))
+	require.Error(t, err)
+	assert.Equal(t, "--protect-files: the token file "+open+" (--token-file) is readable by group or others (mode 0644): chmod 600 "+open+"; the config file "+other+" is writable by group or others (mode 0660): chmod 600 "+other, err.Error())
+	assert.Empty(t, stderr.String(), "an error, not a warning")
+	assert.NotContains(t, err.Error(), "s3cret-value")
+}
+
+// TestOpenLog: --log FILE is never opened through a symbolic link (an
+// error naming it; the link's target neither created nor written), is
+// created 0600 whatever the umask allows, is appended to, and an existing
+// regular file open to group or others is made 0600 (was says from what);
+// a FIFO keeps its mode.
+func TestOpenLog(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep\n"), 0o644))
+	require.NoError(t, os.Chmod(victim, 0o644))
+	link := filepath.Join(dir, "link.log")
+	require.NoError(t, os.Symlink(victim, link))
+	_, _, err := openLog(link)
+	require.EqualError(t, err, "--log="+link+": is a symbolic link: refusing to follow it; give the file it points to, or remove the link")
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(got))
+	vst, err := os.Stat(victim)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), vst.Mode().Perm(), "the link's target is not chmodded")
+	dangling := filepath.Join(dir, "dangling.log")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "created"), dangling))
+	_, _, err = openLog(dangling)
+	assert.ErrorContains(t, err, "is a symbolic link")
+	_, err = os.Lstat(filepath.Join(dir, "created"))
+	assert.True(t, os.IsNotExist(err), "a dangling link's target is not created")
+
+	fresh := filepath.Join(dir, "fresh.log")
+	f, was, err := openLog(fresh)
+	require.NoError(t, err)
+	f.Close()
+	assert.Zero(t, was)
+	st, err := os.Stat(fresh)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	old := filepath.Join(dir, "old.log")
+	require.NoError(t, os.WriteFile(old, []byte("before\n"), 0o644))
+	require.NoError(t, os.Chmod(old, 0o644))
+	f, was, err = openLog(old)
+	require.NoError(t, err)
+	_, err = f.WriteString("after\n")
+	require.NoError(t, err)
+	f.Close()
+	assert.Equal(t, os.FileMode(0o644), was)
+	st, err = os.Stat(old)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "made 0600")
+	got, err = os.ReadFile(old)
+	require.NoError(t, err)
+	assert.Equal(t, "before\nafter\n", string(got), "appended")
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	require.NoError(t, os.Chmod(fifo, 0o644))
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0) // so that opening it to write does not block
+	require.NoError(t, err)
+	defer r.Close()
+	f, was, err = openLog(fifo)
+	require.NoError(t, err)
+	f.Close()
+	assert.Zero(t, was)
+	st, err = os.Stat(fifo)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "not a regular file (a FIFO, /dev/null): its mode is kept")
+}

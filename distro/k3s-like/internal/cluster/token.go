@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+)
+
+// Token is the cluster's join token in k3s's forms: a bare secret,
+// or the full K10<sha256 of the cluster's server CA certificate, hex>::server:<secret>.
+// The secret encrypts the PKI record in the datastore (internal/bootstrap);
+// the hash, when present, pins the CA a joining server or agent accepts.
+type Token struct {
+	Secret string
+	CAHash string // "" for a bare secret
+}
+
+// The full token's parts.
+const (
+	tokenPrefix    = "K10"
+	tokenSeparator = "::server:"
+)
+
+// ParseToken parses a token; its errors never include the token.
+func ParseToken(s string) (Token, error) {
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(s, tokenPrefix); ok && strings.Contains(rest, tokenSeparator) {
+		hash, secret, _ := strings.Cut(rest, tokenSeparator)
+		if len(hash) != sha256.Size*2 || strings.ToLower(hash) != hash {
+			return Token{}, errors.New("the token starts like a full token (K10…::server:…) but its CA hash is not 64 lower-case hex digits")
+		}
+		if _, err := hex.DecodeString(hash); err != nil {
+			return Token{}, errors.New("the token's CA hash is not hex")
+		}
+		if secret == "" {
+			return Token{}, errors.New("the token has no secret after ::server:")
+		}
+		return Token{Secret: secret, CAHash: hash}, nil
+	}
+	if s == "" {
+		return Token{}, errors.New("the token is empty")
+	}
+	return Token{Secret: s}, nil
+}
+
+// CAHashOf is the hash a full token pins: sha256 of the server CA
+// certificate file's bytes, as k3s hashes its CA bundle.
+func CAHashOf(caPEM []byte) string {
+	sum := sha256.Sum256(caPEM)
+	return hex.EncodeToString(sum[:])
+}
+
+// Full is the token in its full form for the cluster whose server CA is caPEM.
+func (t Token) Full(caPEM []byte) string {
+	return tokenPrefix + CAHashOf(caPEM) + tokenSeparator + t.Secret
+}
+
+// CheckCA refuses a server CA that does not match the token's hash; a bare
+// secret pins nothing.
+func (t Token) CheckCA(caPEM []byte) error {
+	if t.CAHash == "" {
+		return nil
+	}
+	if got := CAHashOf(caPEM); got != t.CAHash {
+		return fmt.Errorf("the cluster CA in the datastore has sha256 %s, not the %s the token pins: refusing to trust it (another cluster's datastore, or a tampered record); nothing was written", got, t.CAHash)
+	}
+	return nil
+}
+
+// NewSecret is a fresh secret: 32 bytes from crypto/rand, hex.
+func NewSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// TokenFile is DATA_DIR/token: the full token a server writes once it has
+// the cluster's PKI, 0600, for the operator to give to the other servers.
+func TokenFile(dataDir string) string { return filepath.Join(dataDir, "token") }
+
+// ResolveToken finds a token, first of: token (--token), file
+// (--token-file), $K3S_LIKE_TOKEN, $K3S_LIKE_TOKEN_FILE, DATA_DIR/token
+// (not for dataDir ""). source names where it came from (never the value).
+func ResolveToken(token, file, dataDir string, getenv func(string) string) (tok Token, source string, found bool, err error) {
+	value, path, what := TokenSource(token, file, dataDir, getenv)
+	switch {
+	case path != "":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Token{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		t, err := ParseToken(string(b))
+		if err != nil {
+			return Token{}, what, false, fmt.Errorf("%s %s: %w", what, path, err)
+		}
+		return t, what + " " + path, true, nil
+	case what != "":
+		t, err := ParseToken(value)
+		if err != nil {
+			return Token{}, what, false, fmt.Errorf("%s: %w", what, err)
+		}
+		return t, what, true, nil
+	}
+	return Token{}, "", false, nil
+}
+
+// TokenSource is where ResolveToken takes the token from: a value (--token,
+// $K3S_LIKE_TOKEN) or a file's path (--token-file, $K3S_LIKE_TOKEN_FILE,
+// DATA_DIR/token), and what names that source; all "" for none.
+func TokenSource(token, file, dataDir string, getenv func(string) string) (value, path, what string) {
+	switch {
+	case token != "":
+		return token, "", "--token"
+	case file != "":
+		return "", file, "--token-file"
+	case getenv("K3S_LIKE_TOKEN") != "":
+		return getenv("K3S_LIKE_TOKEN"), "", "$K3S_LIKE_TOKEN"
+	case getenv("K3S_LIKE_TOKEN_FILE") != "":
+		return "", getenv("K3S_LIKE_TOKEN_FILE"), "$K3S_LIKE_TOKEN_FILE"
+	}
+	if dataDir != "" {
+		if _, err := os.Stat(TokenFile(dataDir)); err == nil {
+			return "", TokenFile(dataDir), DataDirTokenSource
+		}
+	}
+	return "", "", ""
+}
+
+// DataDirTokenSource names DATA_DIR/token as TokenSource's source.
+const DataDirTokenSource = "the token file"
+
+// WriteTokenFile writes the full token to DATA_DIR/token (0600), unless it
+// already holds it in a regular file of mode 0600; changed is false when a
+// regular file there held the token already. Anything else there, a
+// symbolic link among them, is replaced (atomicfile.Write), never written
+// through or chmodded.
+func WriteTokenFile(dataDir, full string) (changed bool, err error) {
+	path := TokenFile(dataDir)
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		if have, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(have)) == full {
+			if st.Mode().Perm() == 0o600 {
+				return false, nil
+			}
+			return false, atomicfile.Write(path, []byte(full+"\n"), 0o600)
+		}
+	}
+	return true, atomicfile.Write(path, []byte(full+"\n"), 0o600)
+}
+
+// BootstrapToken is the kubelet TLS bootstrap token that agents join with,
+// derived from the cluster token's secret: ID.SECRET as upstream's
+// bootstrap tokens are ([a-z0-9]{6}.[a-z0-9]{16}). It authenticates as
+// system:bootstrap:ID in the groups system:bootstrappers and
+// bootstrapGroup, which may only read the agent settings and ask for a
+// node client certificate. It reveals nothing of the cluster token.
+func (t Token) BootstrapToken() (id, secret string) {
+	part := func(label string, n int) string {
+		sum := sha256.Sum256([]byte("k3s-like bootstrap token " + label + "\x00" + t.Secret))
+		return hex.EncodeToString(sum[:])[:n]
+	}
+	return part("id", 6), part("secret", 16)
+}

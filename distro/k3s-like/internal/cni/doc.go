@@ -1,0 +1,9 @@
+// Package cni holds the CNI plugins the node runs from this binary
+// (bridge, host-local, loopback, portmap): the sources of
+// github.com/containernetworking/plugins at the version go.mod requires,
+// each made an importable package with its main as Main (gen.sh; Apache
+// License 2.0, in LICENSE). containerd runs them as the binary under each
+// plugin's name (see cmd/k3s-like/multicall.go).
+package cni
+
+//go:generate ./gen.sh

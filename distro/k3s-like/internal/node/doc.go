@@ -1,0 +1,19 @@
+// Package node is a k3s-like node, on a server or an agent: its flags
+// (Options), its components' arguments and the harness components.
+//
+//	Config.Args    // the kubelet's and kube-proxy's: components/node's defaults,
+//	               // the logging and feature-gate shorthands, --kubelet-arg, --kube-proxy-arg
+//	Config.Add     // containerd (the binary itself, `k3s-like containerd`; unless
+//	               // --container-runtime-endpoint), the kubelet, kube-proxy, the CNI
+//	               // configuration writer, the feature reporter
+//	after the barrier: PrepareRuntime
+//	               // containerd's config.toml, the registry mirrors (registries.yaml),
+//	               // the binary under the shim's and the CNI plugins' names
+//	after the stop: AfterStop
+//	               // unmount what the kubelet and containerd mounted; with
+//	               // --cleanup-on-stop, remove the host rules
+//
+// Its files are under DATA_DIR/agent; its sockets under /run/k3s-like/HASH
+// (a unix socket's path is short). ShimName, ContainerdCommand and
+// CNIPlugins are the names cmd/k3s-like dispatches on.
+package node

@@ -1,0 +1,483 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/go-logr/logr"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/kubeargs"
+	kubenode "github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/images"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/mounts"
+	"github.com/kubeharness/kubeharness/harness"
+	"github.com/kubeharness/kubeharness/scoping"
+)
+
+// The binary is also the node's container runtime and CNI plugins (the
+// multi-call dispatch of cmd/k3s-like): the names it runs them under.
+const (
+	// ShimName is containerd's runc shim, a symlink in the node's bin
+	// directory.
+	ShimName = "containerd-shim-runc-v2"
+	// ContainerdCommand is the subcommand the node runs containerd as.
+	ContainerdCommand = "containerd"
+)
+
+// CNIPlugins are the CNI plugins' names, symlinks in the node's bin
+// directory.
+func CNIPlugins() []string { return []string{"bridge", "host-local", "loopback", "portmap"} }
+
+// Options are the node's flags, a server's and an agent's, named as k3s
+// names them.
+type Options struct {
+	DisableAgent    bool // a server's only
+	NodeIP          string
+	labels          []string
+	taints          []string
+	kubeletArgs     []string
+	runtimeEndpoint string
+	kubeProxyArgs   []string
+	DisableProxy    bool
+	cleanupOnStop   bool
+	privateRegistry string
+}
+
+// AddFlags adds the node's flags; a server's has --disable-agent too.
+func (o *Options) AddFlags(f *pflag.FlagSet, server bool) {
+	if server {
+		f.BoolVar(&o.DisableAgent, "disable-agent", false, "Run the control plane only: no kubelet, no container runtime on this server")
+	}
+	f.StringVar(&o.NodeIP, "node-ip", "", "The node's IP address (default the default route's address)")
+	f.StringArrayVar(&o.labels, "node-label", nil, "Label to register the node with, key=value (repeatable)")
+	f.StringArrayVar(&o.taints, "node-taint", nil, "Taint to register the node with, key=value:Effect (repeatable)")
+	f.StringArrayVar(&o.kubeletArgs, "kubelet-arg", nil, "Customized flag for the kubelet (repeatable), as k3s: key=value or key (=true), key+=value appends to the default, key-=value prepends")
+	f.StringVar(&o.runtimeEndpoint, "container-runtime-endpoint", "", "Use this existing CRI socket instead of running containerd from this binary")
+	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
+	f.BoolVar(&o.DisableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
+	f.StringVar(&o.privateRegistry, "private-registry", "", "Registry mirrors, k3s's registries.yaml (mirrors.HOST.endpoint: [URL, ...]), for the containerd of this binary (default "+defaultRegistriesFile+", if it exists)")
+	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy and the kubelet made (KUBE-* iptables chains, kube-proxy's nftables tables); by default they stay, as upstream's, so that Services keep answering across a restart")
+}
+
+// Check checks the flags a node's arguments are made from, without
+// making them: each error names the flag.
+func (o *Options) Check() error {
+	if _, err := kubeargs.Parse("kubelet-arg", o.kubeletArgs); err != nil {
+		return err
+	}
+	_, err := kubeargs.Parse("kube-proxy-arg", o.kubeProxyArgs)
+	return err
+}
+
+// dirs are where the node keeps its files: its state under the data
+// dir, its sockets under a short directory of /run (a unix socket's path
+// is limited to 107 bytes), one per data dir.
+type dirs struct {
+	agent   string // DATA_DIR/agent
+	run     string // /run/k3s-like/HASH
+	bin     string // the binary under the names of containerd's shim and the CNI plugins
+	images  string // image archives imported at start
+	cniConf string
+}
+
+func newDirs(dataDir string) dirs {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	agent := filepath.Join(dataDir, "agent")
+	return dirs{
+		agent:   agent,
+		run:     filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5])),
+		bin:     filepath.Join(agent, "bin"),
+		images:  filepath.Join(agent, "images"),
+		cniConf: filepath.Join(agent, "etc", "cni", "net.d"),
+	}
+}
+
+func (d dirs) socket() string { return filepath.Join(d.run, "containerd.sock") }
+func (d dirs) containerdConfig() string {
+	return filepath.Join(d.agent, "etc", "containerd", "config.toml")
+}
+func (d dirs) kubeletRoot() string { return filepath.Join(d.agent, "kubelet") }
+
+// snapshotter is the containerd snapshotter of the node's images.
+const snapshotter = "overlayfs"
+
+// sandboxImage is the pause image containerd runs each pod's sandbox
+// from, built by `make images` (images/).
+const sandboxImage = "registry.k8s.io/pause:3.10.2"
+
+// Config is what a node needs, on a server or on an agent.
+type Config struct {
+	DataDir string
+	Name    string
+	Options Options
+	// Layout holds the node's PKI: the client CA its kubelet trusts, and
+	// under NodeLayout(Name) its certificates and kubeconfig.
+	Layout        pki.Layout
+	ClusterDNS    string
+	ClusterDomain string
+	ClusterCIDR   string // the Pods' CIDR, for kube-proxy
+	// After are the components the kubelet starts after (the apiserver,
+	// on a server).
+	After []string
+	// ProxyAfter are more components kube-proxy starts after (the
+	// server's node-join, which binds its role).
+	ProxyAfter []string
+	// KubeletDefaults are more default kubelet flags (an agent's TLS
+	// bootstrap), which --kubelet-arg may override.
+	KubeletDefaults []kubeargs.Arg
+	// ServingBootstrap: the kubelet asks the apiserver for its serving
+	// certificate (an agent, which has no kubelet serving CA key).
+	ServingBootstrap bool
+}
+
+// Kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
+func (c Config) Kubeconfig() string { return c.Layout.NodeLayout(c.Name).Kubeconfig() }
+
+// IP is --node-ip, or the default route's address (loopback without one).
+func (c Config) IP() (net.IP, error) {
+	if c.Options.NodeIP != "" {
+		ip := net.ParseIP(c.Options.NodeIP)
+		if ip == nil {
+			return nil, fmt.Errorf("--node-ip=%s: not an IP address", c.Options.NodeIP)
+		}
+		return ip, nil
+	}
+	ip, err := utilnet.ResolveBindAddress(net.IPv4zero)
+	if err != nil || ip.IsUnspecified() {
+		return net.IPv4(127, 0, 0, 1), nil
+	}
+	return ip, nil
+}
+
+// kubeletArgs are the kubelet's arguments: kubenode.DefaultKubeletFlags for
+// this node and kubeletDefaults, the logging and feature-gate shorthands,
+// then --kubelet-arg by k3s's rules.
+func (c Config) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
+	ip, err := c.IP()
+	if err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for _, l := range c.Options.labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--node-label=%s: want key=value", l)
+		}
+		labels[k] = v
+	}
+	v1, err := kubenode.CgroupV1()
+	if err != nil {
+		return nil, fmt.Errorf("reading /sys/fs/cgroup: %w", err)
+	}
+	d := newDirs(c.DataDir)
+	socket := d.socket()
+	if c.Options.runtimeEndpoint != "" {
+		socket = strings.TrimPrefix(c.Options.runtimeEndpoint, "unix://")
+	}
+	defaults := kubenode.DefaultKubeletFlags(c.Layout, kubenode.Settings{
+		Name: c.Name, IP: ip, RootDir: d.kubeletRoot(), RuntimeSocket: socket,
+		ClusterDNS: c.ClusterDNS, ClusterDomain: c.ClusterDomain,
+		Labels: labels, Taints: c.Options.taints,
+		ServingBootstrap: c.ServingBootstrap,
+		// These hosts keep cgroup v1 (the unified hierarchy has no
+		// controllers): the kubelet is told so explicitly.
+		AllowCgroupV1: v1,
+	})
+	user, err := kubeargs.Parse("kubelet-arg", c.Options.kubeletArgs)
+	if err != nil {
+		return nil, err
+	}
+	return kubeargs.Merge(append(defaults, c.KubeletDefaults...), short, user), nil
+}
+
+// proxyArgs are kube-proxy's arguments: kubenode.DefaultKubeProxyFlags for
+// this node (the kubelet's kubeconfig: see node-join's RBAC), the logging
+// and feature-gate shorthands, then --kube-proxy-arg by k3s's rules.
+func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
+	user, err := kubeargs.Parse("kube-proxy-arg", c.Options.kubeProxyArgs)
+	if err != nil {
+		return nil, err
+	}
+	defaults := kubenode.DefaultKubeProxyFlags(kubenode.ProxySettings{Name: c.Name, Kubeconfig: c.Kubeconfig(), ClusterCIDR: c.ClusterCIDR})
+	return kubeargs.Merge(defaults, short, user), nil
+}
+
+// Args are the node's components' arguments: the kubelet's and,
+// unless --disable-kube-proxy, kube-proxy's.
+func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
+	out := map[string][]string{}
+	var err error
+	if out[kubenode.KubeletName], err = c.kubeletArgs(short); err != nil {
+		return nil, err
+	}
+	if !c.Options.DisableProxy {
+		if out[kubenode.KubeProxyName], err = c.proxyArgs(short); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Add adds the node's components: containerd (unless
+// --container-runtime-endpoint), the kubelet after it and c.After, the
+// writer of the node's CNI configuration and kube-proxy (unless
+// --disable-kube-proxy) after the kubelet. args are Args'.
+func (c Config) Add(h *harness.Harness, args map[string][]string) error {
+	d := newDirs(c.DataDir)
+	deps := append([]string(nil), c.After...)
+	if c.Options.runtimeEndpoint == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		rt := kubenode.NewRuntime(kubenode.RuntimeConfig{
+			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
+			Socket:  d.socket(),
+			BinDir:  d.bin,
+			Output:  containerdLog{},
+			// The harness gives the stop StopTimeout: Stop's sweep of the
+			// pod sandboxes half of it, then containerd a quarter after
+			// SIGTERM, so that the kill of its group and of the shims left
+			// still fit (with the default 10 s, containerd slow to exit with
+			// 100 Pods outlived --stop-timeout 8 s: the stop was abandoned,
+			// exit 1, and the shims and containers were left running).
+			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
+			BeforeReady: func(ctx context.Context) error {
+				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, cli.Logger().WithName("images"))
+				return err
+			},
+		})
+		if err := h.Add(rt, nil); err != nil {
+			return err
+		}
+		deps = append(deps, kubenode.RuntimeName)
+	}
+	if err := h.Add(kubenode.NewKubelet(), args[kubenode.KubeletName], deps...); err != nil {
+		return err
+	}
+	if !c.Options.DisableProxy {
+		if err := h.Add(kubenode.NewKubeProxy(), args[kubenode.KubeProxyName], append([]string{kubenode.KubeletName}, c.ProxyAfter...)...); err != nil {
+			return err
+		}
+	}
+	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, kubenode.KubeletName); err != nil {
+		return err
+	}
+	// KEP-3920 on nodes: the node reports its gates with the kubelet's
+	// credential, once its Node is registered (it never fails the harness).
+	return h.Add(&featurepub.Reporter{
+		Node:       c.Name,
+		Kubeconfig: c.Kubeconfig(),
+		Plan:       func() *scoping.Plan { return h.Status().Plan },
+		UserAgent:  "k3s-like-feature-reporter",
+		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
+	}, nil, kubenode.KubeletName)
+}
+
+// AfterStop is what the node leaves undone once its components stopped:
+// it unmounts what the kubelet and containerd mounted and, with
+// --cleanup-on-stop, removes kube-proxy's and the kubelet's host rules.
+func (c Config) AfterStop(ctx context.Context, log logr.Logger) {
+	n, err := mounts.UnmountUnder(c.DataDir, newDirs(c.DataDir).run)
+	if err != nil {
+		log.Error(err, "Unmounting the node's mounts")
+	}
+	log.Info("Unmounted the node's mounts", "count", n)
+	if !c.Options.cleanupOnStop {
+		return
+	}
+	var errs []error
+	if !c.Options.DisableProxy {
+		errs = append(errs, kubenode.CleanupProxyRules(ctx))
+	}
+	errs = append(errs, kubenode.CleanupKubeletRules())
+	if err := errors.Join(errs...); err != nil {
+		log.Error(err, "Removing the node's host rules")
+		return
+	}
+	log.Info("Removed the node's host rules (--cleanup-on-stop)")
+}
+
+// cniConfigName is the component that writes the node's CNI configuration.
+const cniConfigName = "cni-config"
+
+// PrepareRuntime writes containerd's configuration and the binary under
+// its shim's and the CNI plugins' names (nothing with
+// --container-runtime-endpoint).
+func (c Config) PrepareRuntime() error {
+	if c.Options.runtimeEndpoint != "" {
+		return nil
+	}
+	d := newDirs(c.DataDir)
+	regFile := c.Options.privateRegistry
+	if regFile == "" {
+		regFile = defaultRegistriesFile
+	}
+	regs, err := loadRegistries(regFile, c.Options.privateRegistry != "")
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{d.bin, d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for _, name := range append([]string{ShimName}, CNIPlugins()...) {
+		link := filepath.Join(d.bin, name)
+		_ = os.Remove(link)
+		if err := os.Symlink(self, link); err != nil {
+			return err
+		}
+	}
+	if err := writeHostsDir(d.hostsDir(), regs); err != nil {
+		return err
+	}
+	return atomicfile.Write(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
+}
+
+// containerdConfig is containerd's configuration for the node: its state
+// and sockets under d.run, its images and snapshots under the data dir,
+// the CRI with the project's sandbox image, runc from the host, the
+// cgroupfs driver, the CNI plugins of this binary, registry mirrors from
+// d.hostsDir() only (not the host's /etc/containerd/certs.d).
+func containerdConfig(d dirs) string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	return fmt.Sprintf(`version = 3
+root = %s
+state = %s
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+
+[grpc]
+  address = %s
+[ttrpc]
+  address = %s
+
+[plugins]
+  [plugins."io.containerd.internal.v1.opt"]
+    path = %s
+  [plugins."io.containerd.shim.v1.manager"]
+    socket_dir = %s
+  [plugins."io.containerd.transfer.v1.local"]
+    config_path = %s
+    [[plugins."io.containerd.transfer.v1.local".unpack_config]]
+      platform = %s
+      snapshotter = %q
+  [plugins."io.containerd.cri.v1.images"]
+    snapshotter = %q
+    [plugins."io.containerd.cri.v1.images".registry]
+      config_path = %s
+    [plugins."io.containerd.cri.v1.images".pinned_images]
+      sandbox = %q
+  [plugins."io.containerd.cri.v1.runtime"]
+    netns_mounts_under_state_dir = true
+    restrict_oom_score_adj = true
+    [plugins."io.containerd.cri.v1.runtime".containerd]
+      default_runtime_name = "runc"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+        runtime_type = "io.containerd.runc.v2"
+        runtime_path = %s
+        [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+          Root = %s
+          SystemdCgroup = false
+    [plugins."io.containerd.cri.v1.runtime".cni]
+      bin_dirs = [%s]
+      conf_dir = %s
+  [plugins."io.containerd.grpc.v1.cri"]
+    stream_server_address = "127.0.0.1"
+    stream_server_port = "0"
+`, q(filepath.Join(d.agent, "containerd")), q(filepath.Join(d.run, "state")), q(d.socket()), q(d.socket()+".ttrpc"),
+		q(filepath.Join(d.agent, "opt")), q(filepath.Join(d.run, "s")), q(d.hostsDir()), q(platforms.DefaultString()), snapshotter, snapshotter, q(d.hostsDir()), sandboxImage,
+		q(filepath.Join(d.bin, ShimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
+}
+
+// writeCNIConfig waits until the node has its pod CIDR (the
+// controller-manager allocates it once the kubelet registered the node),
+// writes the bridge network for it, and waits for the stop.
+func (c Config) writeCNIConfig(ctx context.Context) error {
+	var n *corev1.Node
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		// The kubelet's kubeconfig: an agent's appears once its TLS
+		// bootstrap is done.
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+		if err != nil {
+			return false, nil
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false, err
+		}
+		n, err = kubenode.WaitForNode(ctx, client, c.Name, kubenode.HasPodCIDR)
+		return err == nil, err
+	})
+	if ctx.Err() != nil {
+		return nil // stopped before the node had a pod CIDR
+	}
+	if err != nil {
+		return err
+	}
+	cidr := n.Spec.PodCIDR
+	d := newDirs(c.DataDir)
+	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
+		return err
+	}
+	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
+	<-ctx.Done()
+	return nil
+}
+
+// cniConflist is the node's pod network: a bridge with the node's pod
+// CIDR (host-local addresses), port mappings, loopback.
+func cniConflist(cidr string, d dirs) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "k3s-like",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+`, filepath.Join(d.run, "ipam"), cidr)
+}
+
+// containerdLog sends containerd's output to the process's log.
+type containerdLog struct{}
+
+func (containerdLog) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			cli.Logger().WithName("containerd").V(1).Info(line)
+		}
+	}
+	return len(p), nil
+}

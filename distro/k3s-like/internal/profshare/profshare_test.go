@@ -1,0 +1,100 @@
+package profshare_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
+)
+
+// cpuProfile is a CPU profile of d with one sample of ns nanoseconds per
+// component label ("" for none).
+func cpuProfile(t *testing.T, d time.Duration, ns map[string]int64) []byte {
+	t.Helper()
+	fn := &profile.Function{ID: 1, Name: "f"}
+	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		DurationNanos: int64(d),
+		Function:      []*profile.Function{fn},
+		Location:      []*profile.Location{loc},
+	}
+	for name, v := range ns {
+		s := &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{1, v}}
+		if name != "" {
+			s.Label = map[string][]string{"component": {name}}
+		}
+		p.Sample = append(p.Sample, s)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, p.Write(&buf)) // gzipped, as /debug/pprof serves it
+	return buf.Bytes()
+}
+
+// TestShares: CPU adds up per label across profiles, unlabelled samples
+// are Other, and a body that is no protobuf profile is an error.
+func TestShares(t *testing.T) {
+	var s profshare.Shares
+	require.NoError(t, s.AddCPU(cpuProfile(t, time.Second, map[string]int64{"kube-apiserver": 300e6, "": 100e6})))
+	require.NoError(t, s.AddCPU(cpuProfile(t, 2*time.Second, map[string]int64{"kube-apiserver": 200e6, "etcd": 50e6})))
+	assert.Equal(t, 3*time.Second, s.Profiled)
+	assert.Equal(t, map[string]time.Duration{"kube-apiserver": 500 * time.Millisecond, profshare.Other: 100 * time.Millisecond, "etcd": 50 * time.Millisecond}, s.CPU)
+	assert.Equal(t, 650*time.Millisecond, s.TotalCPU())
+	assert.ErrorContains(t, s.AddCPU([]byte("goroutine profile: total 3\n")), "the CPU profile is no pprof protobuf profile")
+	assert.ErrorContains(t, s.AddGoroutines(cpuProfile(t, time.Second, nil)), "the goroutine profile has no goroutine/count samples (it has samples/count, cpu/nanoseconds)")
+}
+
+// TestUnlabelled: an unlabelled sample is told apart by its root frame —
+// the GC's mark workers, its sweeper and scavenger, the rest of the
+// runtime (or no frame at all), else the entry function's package — and
+// AddCPU adds Other's time up that way; a labelled sample is not in it.
+func TestUnlabelled(t *testing.T) {
+	sample := func(frames ...string) *profile.Sample { // innermost first
+		s := &profile.Sample{Value: []int64{1, 10e6}}
+		for i, f := range frames {
+			s.Location = append(s.Location, &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: &profile.Function{ID: uint64(i + 1), Name: f}}}})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		frames []string
+		want   string
+	}{
+		{[]string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}, profshare.GCWorkers},
+		{[]string{"runtime.sweepone", "runtime.bgsweep"}, profshare.GCBackground},
+		{[]string{"runtime.scavengeOne", "runtime.bgscavenge"}, profshare.GCBackground},
+		{[]string{"runtime.findRunnable", "runtime.schedule", "runtime.mstart"}, profshare.RuntimeOther},
+		{nil, profshare.RuntimeOther},
+		{[]string{"syscall.Syscall", "k8s.io/klog/v2.(*flushDaemon).run.func1"}, "goroutine in k8s.io/klog/v2"},
+		{[]string{"net/http.(*conn).serve"}, "goroutine in net/http"},
+		{[]string{"main.main"}, "goroutine in main"},
+	} {
+		assert.Equal(t, tc.want, profshare.Unlabelled(sample(tc.frames...)), "%v", tc.frames)
+	}
+
+	// Through AddCPU: Other's time by kind; a labelled sample stays out.
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, DurationNanos: int64(time.Second)}
+	gc, labelled := sample("runtime.gcBgMarkWorker"), sample("runtime.gcBgMarkWorker")
+	labelled.Label = map[string][]string{"component": {"etcd"}}
+	p.Sample = []*profile.Sample{gc, labelled, sample("net/http.(*conn).serve")}
+	for _, smp := range p.Sample {
+		for _, l := range smp.Location {
+			p.Location = append(p.Location, l)
+			p.Function = append(p.Function, l.Line[0].Function)
+		}
+	}
+	for i, l := range p.Location { // unique IDs across samples
+		l.ID, l.Line[0].Function.ID = uint64(i+1), uint64(i+1)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, p.Write(&buf))
+	var s profshare.Shares
+	require.NoError(t, s.AddCPU(buf.Bytes()))
+	assert.Equal(t, map[string]time.Duration{profshare.GCWorkers: 10 * time.Millisecond, "goroutine in net/http": 10 * time.Millisecond}, s.Unlabelled)
+	assert.Equal(t, 10*time.Millisecond, s.CPU["etcd"])
+}

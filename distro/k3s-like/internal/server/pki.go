@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/kubeharness/kubeharness/components/controlplane"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
+)
+
+// ensurePKI makes the server's PKI: on an external datastore from the
+// cluster's shared CAs (fetched, or stored by the first server, with
+// --token), otherwise locally. A full token (one that pins the server CA)
+// never starts a cluster: on a datastore without one it is an error before
+// anything is generated (bootstrap.NoClusterError).
+func (o *options) ensurePKI(ctx context.Context, log logr.Logger) error {
+	if !o.externalDatastore() {
+		if err := o.writePKI(); err != nil {
+			return err
+		}
+		return o.writeEmbeddedToken(log)
+	}
+	tok, source, found, err := o.ResolveToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
+	var tlsConfig *tls.Config
+	if o.datastoreCA != "" || o.datastoreCert != "" {
+		var err error
+		if tlsConfig, err = tlsInfo.ClientConfig(); err != nil {
+			return fmt.Errorf("--datastore-cafile/--datastore-certfile/--datastore-keyfile: %w", err)
+		}
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   strings.Split(o.datastoreEndpoint, ","),
+		TLS:         tlsConfig,
+		DialTimeout: 10 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("--datastore-endpoint=%s: %w", o.datastoreEndpoint, err)
+	}
+	defer client.Close()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !found {
+		// Only the first server may make the token: a cluster that exists
+		// needs its own.
+		exists, err := bootstrap.Exists(sctx, client)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("the datastore %s holds a cluster: give this server its token (--token-file with the first server's %s)", o.datastoreEndpoint, cluster.TokenFile("DATA_DIR"))
+		}
+		secret, err := cluster.NewSecret()
+		if err != nil {
+			return err
+		}
+		tok, source = cluster.Token{Secret: secret}, "generated"
+	} else if tok.CAHash == "" {
+		log.Info(fmt.Sprintf("Warning: the token (%s) is a bare secret: the cluster CA fetched from the datastore is not pinned; use the full token of the first server's DATA_DIR/token", source))
+	}
+	// With a pin, Sync refuses an empty datastore and any record whose
+	// server CA is not the pinned one or whose CA key is not that CA's,
+	// before anything is generated or written.
+	err = bootstrap.Sync(sctx, bootstrap.Config{
+		KV: client, Secret: tok.Secret, Pinned: tok.CAHash,
+		Dir: o.layout().Dir, Generate: o.writePKI, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster PKI via %s: %w", o.datastoreEndpoint, err)
+	}
+	return o.writeFullToken(log, tok, source)
+}
+
+// writeFullToken checks tok against the cluster CA (when it pins one) and
+// writes the full token to DATA_DIR/token (0600), saying so if it changed.
+func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source string) error {
+	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
+	if err != nil {
+		return err
+	}
+	if err := tok.CheckCA(ca); err != nil {
+		return err
+	}
+	changed, err := cluster.WriteTokenFile(o.DataDir, tok.Full(ca))
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", cluster.TokenFile(o.DataDir), err)
+	}
+	if changed {
+		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, cluster.TokenFile(o.DataDir)))
+	}
+	return nil
+}
+
+// writeEmbeddedToken writes the cluster's full token to DATA_DIR/token
+// (0600) on the embedded datastore, as k3s's server does: the one given
+// (--token, --token-file, the environment, a token file already there),
+// checked against the cluster CA when it pins one, or a new secret. It is
+// what an agent joins with.
+func (o *options) writeEmbeddedToken(log logr.Logger) error {
+	tok, source, found, err := o.ResolveToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if !found {
+		secret, err := cluster.NewSecret()
+		if err != nil {
+			return err
+		}
+		tok, source = cluster.Token{Secret: secret}, "generated"
+	}
+	return o.writeFullToken(log, tok, source)
+}
+
+// writePKI creates the certificates, keys and kubeconfigs on first start and
+// reuses them after (components/pki), and writes the admin kubeconfig.
+func (o *options) writePKI() error {
+	// The admin's kubeconfig is for users, on this host or another: it
+	// points at the advertised address, the components' at the local one.
+	if _, err := controlplane.EnsurePKI(o.layout(), o.settings(), o.adminKubeconfig()); err != nil {
+		return err
+	}
+	mode, err := parseFileMode(o.kubeconfigMode)
+	if err != nil {
+		return err
+	}
+	// Through the file pki just renamed into place, not a link planted
+	// there since (cli.NoFollow).
+	f, err := os.OpenFile(o.adminKubeconfig(), os.O_RDONLY|cli.NoFollow, 0)
+	if err != nil {
+		return fmt.Errorf("--write-kubeconfig-mode: %w", err)
+	}
+	return errors.Join(f.Chmod(mode), f.Close())
+}
