@@ -95,7 +95,7 @@ test-minors:
 TYPECHECK := $(GO) run -C $(CURDIR)/hack/typecheck .
 typecheck-minors:
 	@for m in $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS)); do \
-		for d in components examples/k3s-like conformance; do \
+		for d in components distro/k3s-like conformance; do \
 			$(TYPECHECK) -C $(CURDIR)/$$d -tags k8s$$(echo $$m | tr . _) -modfile go.k8s-$$m.mod ./... || exit 1; \
 		done; \
 	done
