@@ -11,7 +11,6 @@ require (
 	github.com/spf13/pflag v1.0.6
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.21.0
 	k8s.io/apimachinery v0.34.13
 	k8s.io/apiserver v0.34.13
 	k8s.io/component-base v0.34.13
