@@ -290,8 +290,9 @@ func (s *nodeServer) waitNamedNodeReady(name string, p *nodeServer, timeout time
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	conds, _ := s.kubectlErr("get", "node", name, "-o", `jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
-	s.t.Fatalf("%s not Ready within %s; its conditions:\n%s", name, timeout, conds)
+	conds, _ := s.kubectlErr("get", "node", name, "-o", `jsonpath=podCIDR={.spec.podCIDR}{"\n"}{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}`)
+	events, _ := s.kubectlErr("get", "events", "-A", "--sort-by=.lastTimestamp")
+	s.t.Fatalf("%s not Ready within %s; its conditions:\n%s\nevents:\n%s", name, timeout, conds, events)
 	return 0
 }
 
@@ -299,10 +300,14 @@ func (s *nodeServer) waitNamedNodeReady(name string, p *nodeServer, timeout time
 func (s *nodeServer) waitFor(want string, timeout time.Duration, args ...string) {
 	s.t.Helper()
 	var last string
-	require.Eventually(s.t, func() bool {
+	if !assert.Eventually(s.t, func() bool {
 		last, _ = s.kubectlErr(args...)
 		return last == want
-	}, timeout, 250*time.Millisecond, "kubectl %v: want %q", args, want)
+	}, timeout, 250*time.Millisecond, "kubectl %v: want %q", args, want) {
+		pods, _ := s.kubectlErr("get", "pods", "-A", "-o", "wide")
+		events, _ := s.kubectlErr("get", "events", "-A", "--sort-by=.lastTimestamp")
+		s.t.Fatalf("kubectl %v said %q, not %q; the Pods:\n%s\nevents:\n%s", args, last, want, pods, events)
+	}
 }
 
 // stop sends SIGTERM and waits for the exit.
@@ -359,10 +364,12 @@ func runOnNode(ctx context.Context, t *testing.T, c kubernetes.Interface) map[st
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var running map[string]string
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		running = runningPods(ctx, c)
 		return len(running) == 2
-	}, 90*time.Second, time.Second, "two Pods running on node-a")
+	}, 90*time.Second, time.Second, "two Pods running on node-a") {
+		t.Fatalf("what the Pods wait for:\n%s", describe(ctx, c, "on-node"))
+	}
 	return running
 }
 
