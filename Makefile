@@ -202,7 +202,7 @@ bench-node: build
 	mkdir -p distro/k3s-like/bench/out
 	cd components && $(GO) build $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/distro/k3s-like/bench/out/ \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
-	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(CURDIR)/distro/k3s-like/bench/out/images
+	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(CURDIR)/distro/k3s-like/bench/out/images
 	cd distro/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/distro/k3s-like/bench/out/bench-node ./bench
 	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) \
 		-kubelet distro/k3s-like/bench/out/kubelet -kube-proxy distro/k3s-like/bench/out/kube-proxy -node-images distro/k3s-like/bench/out/images -node-out distro/k3s-like/bench/results/NODE.md
@@ -241,13 +241,14 @@ run: build
 # IMAGES_DIR/coredns.tar (kubeharness.local/coredns:v<version>, CoreDNS of
 # images/go.mod with the cluster-DNS plugins only).
 images:
-	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
+	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
 
 # coredns and cmd/mkimages run without -race: coredns is upstream's server
 # with our plugin list (-race would instrument all of CoreDNS, 3.5 min cold),
 # mkimages is one goroutine (compressing the CoreDNS layer in a -race test
 # binary took 6x as long). -trimpath, as mkimages builds the programs, so
-# that CoreDNS is compiled once for vet, its test and the image.
+# that CoreDNS is compiled once for vet, its test and the image (and every
+# go run of mkimages takes -trimpath too, for the same reason).
 IMAGES_NORACE = /coredns$$|/cmd/mkimages$$
 test-images:
 	cd images && $(GO) vet -trimpath ./... && \
@@ -325,7 +326,7 @@ conformance-images: conformance-bin
 	$(E2E_TEST) --list-images | sort > $(E2E_IMAGES)/list.txt
 	cd images && $(CURDIR)/bin/e2eimages -go $(GO) -list $(E2E_IMAGES)/list.txt -out $(E2E_IMAGES) \
 		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(KUBEHARNESS_CACHE)/debs
-	cd images && $(GO) run ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node
+	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node
 
 # make conformance: the whole [Conformance] suite of K8S_MINOR against
 # k3s-like and its node in a network namespace of their own

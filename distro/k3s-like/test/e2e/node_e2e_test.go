@@ -109,7 +109,7 @@ func nodeImages(t *testing.T) string {
 			imagesErr = err
 			return
 		}
-		cmd := exec.Command("go", "run", "./cmd/mkimages", "-out", dir)
+		cmd := exec.Command("go", "run", "-trimpath", "./cmd/mkimages", "-out", dir) // -trimpath: as test-images compiles it
 		cmd.Dir = filepath.Join("..", "..", "..", "..", "images")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
