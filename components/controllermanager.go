@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -360,8 +359,11 @@ func waitControllersBuilt(ctx context.Context, serving *genericapiserver.SecureS
 		checks[n] = true
 	}
 	p := probe.New(serving)
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return probe.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		_, body, err := p.Fetch(ctx, "/healthz?verbose", 1<<16)
-		return err == nil && listsCheck(string(body), checks), nil
+		if err == nil && !listsCheck(string(body), checks) {
+			err = errors.New("/healthz lists no controller yet")
+		}
+		return err
 	})
 }
