@@ -295,7 +295,6 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		Kubeconfig: c.Kubeconfig(),
 		Plan:       func() *scoping.Plan { return h.Status().Plan },
 		UserAgent:  "k3s-like-feature-reporter",
-		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}, nil, kubenode.KubeletName)
 }
 

@@ -63,7 +63,6 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/" + o.NodeName,
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	// The cluster's view of each Feature, the nodes' reports included; the
 	// servers share its field manager.
@@ -71,7 +70,6 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/node-summary",
 		UserAgent:    "k3s-like-feature-summarizer",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
