@@ -1,4 +1,4 @@
-package node_test
+package runtime_test
 
 import (
 	"os"

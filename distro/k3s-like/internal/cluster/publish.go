@@ -20,8 +20,8 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/approvers"
 	"github.com/kubeharness/kubeharness/components/featurepub"
-	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -176,7 +176,7 @@ func (j NodeJoin) publish(ctx context.Context) error {
 	}
 	// The serving certificate approver: read Nodes and requests, approve
 	// for the kubelet-serving signer only.
-	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, node.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
+	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, approvers.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
 		return err
 	}
 	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
@@ -186,7 +186,7 @@ func (j NodeJoin) publish(ctx context.Context) error {
 }
 
 // kubeletServingApprover names the ClusterRole and binding of the
-// approver of kubelet serving certificates (node.ServingApprover).
+// approver of kubelet serving certificates (approvers.ServingApprover).
 const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
 
 // featurePublisher names the ClusterRole and binding of the servers'

@@ -26,6 +26,9 @@ import (
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	kubenode "github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/kubelet"
+	"github.com/kubeharness/kubeharness/components/node/proxy"
+	noderuntime "github.com/kubeharness/kubeharness/components/node/runtime"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
@@ -232,11 +235,11 @@ func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
 func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 	out := map[string][]string{}
 	var err error
-	if out[kubenode.KubeletName], err = c.kubeletArgs(short); err != nil {
+	if out[kubelet.Name], err = c.kubeletArgs(short); err != nil {
 		return nil, err
 	}
 	if !c.Options.DisableProxy {
-		if out[kubenode.KubeProxyName], err = c.proxyArgs(short); err != nil {
+		if out[proxy.Name], err = c.proxyArgs(short); err != nil {
 			return nil, err
 		}
 	}
@@ -255,7 +258,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		if err != nil {
 			return err
 		}
-		rt := kubenode.NewRuntime(kubenode.RuntimeConfig{
+		rt := noderuntime.New(noderuntime.Config{
 			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
 			Socket:  d.socket(),
 			BinDir:  d.bin,
@@ -275,17 +278,17 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		if err := h.Add(rt, nil); err != nil {
 			return err
 		}
-		deps = append(deps, kubenode.RuntimeName)
+		deps = append(deps, noderuntime.Name)
 	}
-	if err := h.Add(kubenode.NewKubelet(), args[kubenode.KubeletName], deps...); err != nil {
+	if err := h.Add(kubelet.New(), args[kubelet.Name], deps...); err != nil {
 		return err
 	}
 	if !c.Options.DisableProxy {
-		if err := h.Add(kubenode.NewKubeProxy(), args[kubenode.KubeProxyName], append([]string{kubenode.KubeletName}, c.ProxyAfter...)...); err != nil {
+		if err := h.Add(proxy.New(), args[proxy.Name], append([]string{kubelet.Name}, c.ProxyAfter...)...); err != nil {
 			return err
 		}
 	}
-	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, kubenode.KubeletName); err != nil {
+	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, kubelet.Name); err != nil {
 		return err
 	}
 	// KEP-3920 on nodes: the node reports its gates with the kubelet's
@@ -295,7 +298,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		Kubeconfig: c.Kubeconfig(),
 		Plan:       func() *scoping.Plan { return h.Status().Plan },
 		UserAgent:  "k3s-like-feature-reporter",
-	}, nil, kubenode.KubeletName)
+	}, nil, kubelet.Name)
 }
 
 // AfterStop is what the node leaves undone once its components stopped:

@@ -1,14 +1,11 @@
 package server
 
 import (
-	"fmt"
-
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/approvers"
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
-	"github.com/kubeharness/kubeharness/components/node"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -86,9 +83,8 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}
 	// The agents' kubelets ask for their serving certificates; node-join
 	// binds the approver's role.
-	if err := h.Add(&node.ServingApprover{
+	if err := h.Add(&approvers.ServingApprover{
 		Kubeconfig: o.layout().KubeletServingApproverKubeconfig(),
-		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}, nil, cluster.NodeJoinName); err != nil {
 		return nil, err
 	}
