@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
@@ -271,7 +272,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 			// exit 1, and the shims and containers were left running).
 			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
 			BeforeReady: func(ctx context.Context) error {
-				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, cli.Logger().WithName("images"))
+				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, klog.FromContext(ctx).WithName("images"))
 				return err
 			},
 		})
@@ -451,7 +452,7 @@ func (c Config) writeCNIConfig(ctx context.Context) error {
 	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
 		return err
 	}
-	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
+	klog.FromContext(ctx).Info("Wrote the node's CNI configuration", "podCIDR", cidr)
 	<-ctx.Done()
 	return nil
 }
