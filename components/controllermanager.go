@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -230,16 +229,12 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			// lost lease lets the build's requests wait for the datastore
 			// (at most the apiserver's request timeout, as upstream); a
 			// stop (clientFence's StopWhen) does not wait.
-			built := make(chan struct{})
-			probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
-			var probing sync.WaitGroup
-			probing.Go(func() {
-				if waitControllersBuilt(probeCtx, cc.SecureServing, kcmapp.KnownControllers()) == nil {
-					close(built)
-				}
+			var built probe.Readiness
+			stopBuilt := built.MarkWhen(context.WithoutCancel(ctx), func(ctx context.Context) error {
+				return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
 			})
-			defer func() { stopProbe(); probing.Wait() }()
-			defer clients.StopAfter(ctx, ControllerManagerName, built)()
+			defer stopBuilt()
+			defer clients.StopAfter(ctx, ControllerManagerName, built.Done())()
 			return kcmapp.Run(ctx, cc)
 		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)

@@ -10,22 +10,18 @@ import (
 	"encoding/pem"
 	"net"
 	"net/url"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/approvers"
+	"github.com/kubeharness/kubeharness/components/internal/logtest"
 )
 
 // csrFor is what a kubelet with serverTLSBootstrap sends, for user with
@@ -152,15 +148,9 @@ func TestServingApproverRun(t *testing.T) {
 	client := fake.NewClientset(ok, bad, waiting, fresh,
 		nodeWith("agent-1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"}))
 
-	var mu sync.Mutex
-	var lines []string
-	logger := funcr.New(func(_, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, args)
-	}, funcr.Options{})
 	a := &approvers.ServingApprover{Resync: 50 * time.Millisecond, PendingLimit: 30 * time.Minute}
-	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), logger))
+	ctx, lines := logtest.Capture(t.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- approvers.RunServingApprover(ctx, a, client) }()
 
@@ -185,11 +175,8 @@ func TestServingApproverRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the approver did not return after its context ended")
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	for _, csr := range []*certificatesv1.CertificateSigningRequest{ok, bad, waiting} {
-		assert.True(t, slices.ContainsFunc(lines, func(l string) bool {
-			return strings.Contains(l, `"msg"="Decided on a kubelet serving certificate request"`) && strings.Contains(l, `"csr"="`+csr.Name+`"`)
-		}), "each decision is logged, through the context's logger: %s in %q", csr.Name, lines)
+		assert.NotEmpty(t, lines(`"msg"="Decided on a kubelet serving certificate request"`, `"csr"="`+csr.Name+`"`),
+			"each decision is logged, through the context's logger: %s in %q", csr.Name, lines())
 	}
 }

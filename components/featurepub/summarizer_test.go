@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/internal/logtest"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -100,7 +101,7 @@ func TestSummarizerAppliesWhatChanged(t *testing.T) {
 // TestSummarizerWithoutKubeconfig: a kubeconfig it cannot read is logged,
 // never an error; it waits for its context.
 func TestSummarizerWithoutKubeconfig(t *testing.T) {
-	ctx, lines := logged(context.Background())
+	ctx, lines := logtest.Capture(context.Background())
 	s := &Summarizer{Kubeconfig: "/nonexistent/admin.kubeconfig"}
 	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
