@@ -30,7 +30,7 @@
 // Internal packages: fence and guard bound requests at the stop, election
 // runs work while elected, probe is every component's readiness (marked
 // once, polled checks, /healthz and /readyz probes), flags the flag
-// handling the adapters share.
+// handling the adapters share, logtest the log capture of their tests.
 //
 // Every component of this module logs through the logger in the context
 // its Run, Ready and Stop get (klog.FromContext), to which the harness
