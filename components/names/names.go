@@ -22,4 +22,6 @@ const (
 	// Containerd is the node's container runtime child's (runtime.Runtime,
 	// in node/runtime).
 	Containerd = "containerd"
+	// Flannel is the node's pod network's (flannel.Flannel).
+	Flannel = "flannel"
 )

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -37,6 +39,24 @@ func ChildResult(key string, v any) { fmt.Printf("\n%s%s=%v\n", childResultPrefi
 // scenario passed.
 func ChildDone() { fmt.Println("\n" + childDoneMarker) }
 
+// RunScenario is a test binary's TestChild: in a child it runs the
+// scenario ChildEnv names and, if it passed, prints ChildDone's marker; in
+// a parent it skips t.
+func RunScenario(t *testing.T, scenarios map[string]func(*testing.T)) {
+	name := ChildScenario()
+	if name == "" {
+		t.Skip("runs only in a child process started by another test")
+	}
+	run, ok := scenarios[name]
+	if !ok {
+		t.Fatalf("unknown scenario %q", name)
+	}
+	run(t)
+	if !t.Failed() {
+		ChildDone()
+	}
+}
+
 // ChildRun is how a child ended and what it printed.
 type ChildRun struct {
 	// Output is the child's stdout and stderr.
@@ -56,6 +76,13 @@ type ChildRun struct {
 // fifths of ctx's time left, if ctx has a deadline), with its output
 // written to logPath as well, and returns how it ended.
 func RunChild(ctx context.Context, scenario, logPath string) (ChildRun, error) {
+	return RunChildUnder(ctx, nil, scenario, logPath)
+}
+
+// RunChildUnder is RunChild with the test binary run under wrapper, a
+// command that executes its arguments (["unshare", "--net"]: the child in
+// a network namespace of its own).
+func RunChildUnder(ctx context.Context, wrapper []string, scenario, logPath string) (ChildRun, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return ChildRun{}, err
@@ -65,7 +92,8 @@ func RunChild(ctx context.Context, scenario, logPath string) (ChildRun, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		args = append(args, "-test.timeout="+(time.Until(deadline)*4/5).Round(time.Second).String())
 	}
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	argv := append(append(slices.Clip(wrapper), os.Args[0]), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"="+scenario)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	start := time.Now()

@@ -52,6 +52,7 @@ func (o *options) nodeJoin() cluster.NodeJoin {
 	return cluster.NodeJoin{
 		DataDir: o.DataDir, Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
+		FlannelBackend: o.node.FlannelBackend,
 	}
 }
 
