@@ -144,7 +144,7 @@ func binPath(cacheDir string, src source) string {
 // renamed into place once its SHA-256 matches.
 func fetch(ctx context.Context, cacheDir string, src source) (string, error) {
 	p := filepath.Join(cacheDir, path.Base(src.url))
-	if sum, err := fileSHA256(p); err == nil && sum == src.sha256 {
+	if sum, err := images.FileSHA256(p); err == nil && sum == src.sha256 {
 		return p, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.url, nil)
@@ -337,20 +337,6 @@ func option(line string) string {
 		return name
 	}
 	return ""
-}
-
-// fileSHA256 is the lower-case hex SHA-256 of the file at p.
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Applets runs the busybox binary program with --list and returns the
