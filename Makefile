@@ -238,13 +238,14 @@ run: build
 # The node's images, built from source, as archives containerd imports
 # (images/, its own module): IMAGES_DIR/pause.tar (registry.k8s.io/pause:3.10.2,
 # our pause program), IMAGES_DIR/busybox.tar (kubeharness.local/busybox:
-# <version>, from Debian's busybox-static, /bin/busybox),
+# 1.37.0, upstream's busybox built by images/busybox into
+# KUBEHARNESS_CACHE/busybox: make, gcc and libc6-dev),
 # IMAGES_DIR/coredns.tar (kubeharness.local/coredns:v<version>, CoreDNS of
 # images/go.mod with the cluster-DNS plugins only) and IMAGES_DIR/netbench.tar
 # (kubeharness.local/netbench:v1: round trips, throughput and first reach
 # between Pods, for the cluster tests).
 images:
-	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
+	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR) -busybox-cache $(KUBEHARNESS_CACHE)/busybox
 
 # coredns and cmd/mkimages run without -race: coredns is upstream's server
 # with our plugin list (-race would instrument all of CoreDNS, 3.5 min cold),
@@ -329,8 +330,9 @@ conformance-bin:
 
 # The images of K8S_MINOR's e2e suite (images/cmd/e2eimages), listed by
 # `e2e.test --list-images`, built from the minor's sources (conformance/'s
-# build list) and Debian packages (downloaded once into KUBEHARNESS_CACHE/debs,
-# default ~/.cache/kubeharness, kept across clones) under their upstream
+# build list), busybox (built once into KUBEHARNESS_CACHE/busybox) and Debian
+# packages (downloaded once into KUBEHARNESS_CACHE/debs, default
+# ~/.cache/kubeharness, kept across clones) under their upstream
 # names, into KUBEHARNESS_CACHE/conformance-images-MINOR, with
 # IMAGES.txt saying of each name what it is or why it is not built (an
 # archive whose inputs did not change is not written again); and the node's
@@ -342,8 +344,8 @@ conformance-images: conformance-bin
 	mkdir -p $(E2E_IMAGES)
 	$(E2E_TEST) --list-images | sort > $(E2E_IMAGES)/list.txt
 	cd images && $(CURDIR)/bin/e2eimages -go $(GO) -list $(E2E_IMAGES)/list.txt -out $(E2E_IMAGES) \
-		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(KUBEHARNESS_CACHE)/debs
-	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node
+		-module ../conformance -go-flags "$(K8S_FLAGS)" -debs $(KUBEHARNESS_CACHE)/debs -busybox-cache $(KUBEHARNESS_CACHE)/busybox
+	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node -busybox-cache $(KUBEHARNESS_CACHE)/busybox
 
 # make conformance: the whole [Conformance] suite of K8S_MINOR against
 # k3s-like and its node in a network namespace of their own
