@@ -327,6 +327,7 @@ conformance-bin:
 	cd conformance && $(GO) build $(K8S_FLAGS) -o $(GINKGO) github.com/onsi/ginkgo/v2/ginkgo
 	cd conformance && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bin/results ./cmd/results
 	cd images && $(GO) build -o $(CURDIR)/bin/e2eimages ./cmd/e2eimages
+	cd distro/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/bin/machines ./test/machines/cmd/machines
 
 # The images of K8S_MINOR's e2e suite (images/cmd/e2eimages), listed by
 # `e2e.test --list-images`, built from the minor's sources (conformance/'s
@@ -348,13 +349,15 @@ conformance-images: conformance-bin
 	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(E2E_IMAGES)/node -busybox-cache $(KUBEHARNESS_CACHE)/busybox
 
 # make conformance: the whole [Conformance] suite of K8S_MINOR against
-# k3s-like and its node in a network namespace of their own
-# (hack/conformance.sh), skipping by name what conformance/skip-MINOR.txt
-# lists with its reason; writes conformance/RESULTS-MINOR.md and
-# conformance/junit-MINOR.xml (the run's files stay in .cache/conformance/run-MINOR).
-# Not part of make test (hours on two cores); conformance-fast is.
+# k3s-like server and agent, two nodes on two machines (hack/conformance.sh;
+# NODES=1: the server's node alone), skipping by name what
+# conformance/skip-MINOR.txt lists with its reason; writes
+# conformance/RESULTS-MINOR.md and conformance/junit-MINOR.xml (the run's
+# files stay in .cache/conformance/run-MINOR). Not part of make test (an
+# hour per minor on two cores), nor is conformance-fast.
 CONFORMANCE_RUN = K3S_LIKE=$(K3S_LIKE) E2E_TEST=$(E2E_TEST) GINKGO=$(GINKGO) IMAGES=$(E2E_IMAGES) \
-	E2EIMAGES=$(CURDIR)/bin/e2eimages RESULTS=$(CURDIR)/bin/results SKIP=$(CURDIR)/conformance/skip-$(K8S_MINOR).txt
+	E2EIMAGES=$(CURDIR)/bin/e2eimages RESULTS=$(CURDIR)/bin/results SKIP=$(CURDIR)/conformance/skip-$(K8S_MINOR).txt \
+	MACHINES=$(CURDIR)/bin/machines
 conformance: build conformance-images
 	$(CONFORMANCE_RUN) RESULTS_MD=$(CURDIR)/conformance/RESULTS-$(K8S_MINOR).md \
 		bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/run-$(K8S_MINOR); \
@@ -362,15 +365,17 @@ conformance: build conformance-images
 
 # make conformance-fast: a few [Conformance] specs through the same run (Pod
 # to Pod, a Service, DNS, an admission webhook, the aggregator, an image
-# volume pulled through the node's registry mirror), so that make test
-# catches a regression of what the whole suite needs; the run's files in
+# volume pulled through the node's registry mirror, the two specs that need
+# two nodes): a quick check of what the whole suite needs; the run's files in
 # .cache/conformance/fast-MINOR.
 CONFORMANCE_FAST := \[sig-network\] Networking Granular Checks: Pods should function for intra-pod communication: http \[|\
 \[sig-network\] Services should serve a basic endpoint from pods \[|\
 \[sig-network\] DNS should provide DNS for services \[|\
 \[sig-api-machinery\] AdmissionWebhook \[Privileged:ClusterAdmin\] should be able to deny pod and configmap creation \[|\
 \[sig-api-machinery\] Aggregator Should be able to support the 1.17 Sample API Server using the current Aggregator \[|\
-\[sig-node\] ImageVolume should succeed with pod and pull policy of Always \[
+\[sig-node\] ImageVolume should succeed with pod and pull policy of Always \[|\
+\[sig-architecture\] Conformance Tests should have at least two untainted nodes \[|\
+\[sig-apps\] Daemon set should rollback without unnecessary restarts \[
 conformance-fast: build conformance-images
 	$(CONFORMANCE_RUN) FOCUS='$(CONFORMANCE_FAST)' TIMEOUT=20m bash hack/conformance.sh $(K8S_MINOR) $(CONFORMANCE_CACHE)/fast-$(K8S_MINOR)
 
