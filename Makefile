@@ -280,7 +280,7 @@ test-example: build
 # endpoint is on another node, a Service name through CoreDNS from every
 # node, an agent stopped and started again; prints the CLUSTER and NET
 # figures (first reach after an agent's exec, round trips and throughput).
-# Measured: MEASURED_HOSTGW. Not part of make test.
+# Measured: 56 s of tests (2026-12-05, 2 cores, quiet). Not part of make test.
 CLUSTER_TESTS = TestClusterNetworkHostGW
 test-cluster: build
 	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 20m -v -run '^($(CLUSTER_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|CLUSTER |NET |Error'; exit $${PIPESTATUS[0]}
