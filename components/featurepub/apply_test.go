@@ -107,7 +107,7 @@ func TestApplyAll(t *testing.T) {
 			if tc.cancel {
 				cancel()
 			}
-			err := p.applyAll(ctx, fakeDynamic{res: rec}, features(30))
+			names, err := p.applyAll(ctx, fakeDynamic{res: rec}, features(30))
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 			} else {
@@ -118,6 +118,7 @@ func TestApplyAll(t *testing.T) {
 				assert.Equal(t, tc.wantMax, rec.max, "the limit is reached (30 applies of 5ms each)")
 			}
 			assert.Len(t, rec.applied, tc.wantApplied)
+			assert.Len(t, names, tc.wantApplied, "the names returned are those applied")
 			for name, opts := range rec.applied {
 				assert.Equal(t, metav1.PatchOptions{FieldManager: "kubeharness/node-1", Force: &force}, opts, name)
 			}

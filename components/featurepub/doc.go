@@ -9,7 +9,10 @@
 //
 //   - Publisher, in each server, after the control plane: installs the
 //     CRDs and server-side applies one Feature per gate with its own entry
-//     of status.servers; deletes the Features of gates no server knows.
+//     of status.servers, only those whose copy in the apiserver differs
+//     (none after a restart with the same plan); deletes the Features of
+//     gates no server knows; applies again one deleted, or whose entry
+//     someone else changed, while it runs.
 //   - Reporter, on each node, after the kubelet: sends the node's
 //     NodeFeatureReport (BuildNodeReport, NodeReport.Send) with the node's
 //     credential, written only when it changes, owned by its Node; the

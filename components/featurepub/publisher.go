@@ -16,6 +16,7 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +24,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
@@ -117,50 +117,46 @@ func (p *Publisher) Published() bool {
 	return p.done
 }
 
-// Run publishes once, retrying until it succeeds or ctx ends, then waits
-// for ctx. It always returns nil: feature discovery is never a reason to
-// stop the control plane. It logs through ctx's logger (klog.FromContext).
+// Run publishes, retrying until it succeeds or ctx ends, then keeps the
+// publication until ctx ends (keep). It always returns nil: feature
+// discovery is never a reason to stop the control plane. It logs through
+// ctx's logger (klog.FromContext).
 func (p *Publisher) Run(ctx context.Context) error {
-	published := retry(ctx, "publishing the Feature objects", p.MaxBackoff, func() error {
-		start := time.Now()
-		n, removed, err := p.publishOnce(ctx)
-		if err == nil {
-			klog.FromContext(ctx).Info("Published the Feature objects", "applied", n, "fieldManager", p.fieldManager(), "staleRemoved", removed, "took", time.Since(start).Round(time.Millisecond))
-		}
+	var (
+		dyn      dynamic.Interface
+		features []*featuresv1alpha1.Feature
+	)
+	connected := retry(ctx, "installing the feature CRDs", p.MaxBackoff, func() error {
+		var err error
+		dyn, features, err = p.connect(ctx)
 		return err
 	})
-	if published {
-		p.mu.Lock()
-		p.done = true
-		p.mu.Unlock()
+	if !connected {
+		return nil
 	}
-	<-ctx.Done()
-	return nil
+	return p.keep(ctx, dyn, features)
 }
 
-func (p *Publisher) publishOnce(ctx context.Context) (applied, removed int, err error) {
+// connect reads the plan, installs the CRDs, and returns a client and the
+// Features this server publishes.
+func (p *Publisher) connect(ctx context.Context) (dynamic.Interface, []*featuresv1alpha1.Feature, error) {
 	plan := p.Plan()
 	if plan == nil {
-		return 0, 0, errors.New("no feature plan yet")
+		return nil, nil, errors.New("no feature plan yet")
 	}
 	cfg, err := clientConfig(p.Kubeconfig, p.userAgent(), "")
 	if err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	if err := InstallCRDs(ctx, cfg); err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
-	features := Features(plan, p.Server)
-	if err := p.applyAll(ctx, dyn, features); err != nil {
-		return 0, 0, err
-	}
-	removed, err = p.removeStale(ctx, dyn, features)
-	return len(features), removed, err
+	return dyn, Features(plan, p.Server), nil
 }
 
 // clientConfig is kubeconfig's client configuration (a new one each call),
@@ -273,9 +269,10 @@ func Features(plan *scoping.Plan, server string) []*featuresv1alpha1.Feature {
 	return out
 }
 
-// applyAll applies every Feature, Concurrency at a time, and reports how
-// many failed and the first error; it stops starting applies when ctx ends.
-func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) error {
+// applyAll applies every Feature, Concurrency at a time, and returns the
+// resourceVersion each applied one has now, by name; on failure, also how
+// many failed and the first error. It stops starting applies when ctx ends.
+func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) (map[string]string, error) {
 	n := p.Concurrency
 	if n <= 0 {
 		n = 8
@@ -283,8 +280,10 @@ func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, feature
 	res := dyn.Resource(featuresv1alpha1.Resource)
 	force := true
 	var (
-		g      errgroup.Group // no WithContext: one failed apply does not cancel the others
-		failed atomic.Int32
+		g       errgroup.Group // no WithContext: one failed apply does not cancel the others
+		failed  atomic.Int32
+		mu      sync.Mutex
+		applied = map[string]string{}
 	)
 	g.SetLimit(n)
 	for _, f := range features {
@@ -293,46 +292,48 @@ func (p *Publisher) applyAll(ctx context.Context, dyn dynamic.Interface, feature
 		}
 		g.Go(func() error {
 			body, err := json.Marshal(f)
+			var got *unstructured.Unstructured
 			if err == nil {
-				_, err = res.Patch(ctx, f.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: p.fieldManager(), Force: &force})
+				got, err = res.Patch(ctx, f.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: p.fieldManager(), Force: &force})
 			}
 			if err != nil {
 				failed.Add(1)
 				return fmt.Errorf("apply Feature %s: %w", f.Name, err)
 			}
+			rv := ""
+			if got != nil {
+				rv = got.GetResourceVersion()
+			}
+			mu.Lock()
+			applied[f.Name] = rv
+			mu.Unlock()
 			return nil
 		})
 	}
 	err := g.Wait()
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return applied, ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("%d of %d applies failed, first: %w", failed.Load(), len(features), err)
+		return applied, fmt.Errorf("%d of %d applies failed, first: %w", failed.Load(), len(features), err)
 	}
-	return nil
+	return applied, nil
 }
 
-// removeStale deletes the Features of gates this server does not know and
-// no other server reports; a gate only this server reported before loses
-// the object, one another server still reports keeps it.
-func (p *Publisher) removeStale(ctx context.Context, dyn dynamic.Interface, features []*featuresv1alpha1.Feature) (int, error) {
-	known := map[string]bool{}
-	for _, f := range features {
-		known[f.Name] = true
-	}
+// removeStale deletes the Features among objs (the informer's) of gates
+// this server does not know (not in want) and no other server reports; a
+// gate only this server reported before loses the object, one another
+// server still reports keeps it.
+func (p *Publisher) removeStale(ctx context.Context, dyn dynamic.Interface, objs []any, want map[string]*featuresv1alpha1.Feature) (int, error) {
 	res := dyn.Resource(featuresv1alpha1.Resource)
-	list, err := res.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("list Features: %w", err)
-	}
 	removed := 0
-	for _, item := range list.Items {
-		if known[item.GetName()] || reportedByOther(item, p.Server) {
+	for _, o := range objs {
+		item, err := meta.Accessor(o)
+		if err != nil || want[item.GetName()] != nil || reportedByOther(o, p.Server) {
 			continue
 		}
 		uid := item.GetUID()
-		err := res.Delete(ctx, item.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		err = res.Delete(ctx, item.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return removed, fmt.Errorf("delete stale Feature %s: %w", item.GetName(), err)
 		}
@@ -341,15 +342,26 @@ func (p *Publisher) removeStale(ctx context.Context, dyn dynamic.Interface, feat
 	return removed, nil
 }
 
-func reportedByOther(item unstructured.Unstructured, self string) bool {
-	servers, _, _ := unstructured.NestedSlice(item.Object, "status", "servers")
-	for _, s := range servers {
-		m, ok := s.(map[string]any)
-		if !ok {
-			continue
+// reportedByOther reports whether the Feature o (typed, or unstructured
+// when it did not convert) holds an entry of a server other than self.
+func reportedByOther(o any, self string) bool {
+	switch f := o.(type) {
+	case *featuresv1alpha1.Feature:
+		for _, s := range f.Status.Servers {
+			if s.Server != "" && s.Server != self {
+				return true
+			}
 		}
-		if name, _ := m["server"].(string); name != "" && name != self {
-			return true
+	case *unstructured.Unstructured:
+		servers, _, _ := unstructured.NestedSlice(f.Object, "status", "servers")
+		for _, s := range servers {
+			m, ok := s.(map[string]any)
+			if !ok {
+				continue
+			}
+			if name, _ := m["server"].(string); name != "" && name != self {
+				return true
+			}
 		}
 	}
 	return false

@@ -9,7 +9,7 @@ import (
 // ServerRules are the permissions the Publisher and the Summarizer use,
 // and no more: the three CRDs of features.kubeharness.io (created if
 // absent, else read and updated by name; RBAC cannot limit a create by
-// name), the Features (applied, listed and deleted when stale), the
+// name), the Features (applied, watched, and deleted when stale), the
 // NodeFeatureReports (read) and the FeatureProfiles (read, and deleted
 // when no report names them). Bind them to the identity in their
 // Kubeconfig.

@@ -60,6 +60,7 @@ type Summarizer struct {
 	mu      sync.Mutex
 	last    map[string]Summary
 	applied atomic.Int64
+	rounds  atomic.Int64 // recomputations done, for tests
 }
 
 var (
@@ -219,6 +220,7 @@ func (s *Summarizer) round(ctx context.Context, dyn dynamic.Interface, featureOb
 	s.mu.Lock()
 	s.last = sums
 	s.mu.Unlock()
+	defer s.rounds.Add(1)
 
 	var g errgroup.Group // no WithContext: one failed apply does not cancel the others
 	g.SetLimit(8)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,4 +155,71 @@ func TestTypedTransform(t *testing.T) {
 	passthrough, err := typed[featuresv1alpha1.Feature]("not an object")
 	require.NoError(t, err)
 	assert.Equal(t, "not an object", passthrough)
+}
+
+// TestSummarizerWritesNothingUnchanged: a report written again with nothing
+// the summary counts changed (its Node registered again: a new owner, a new
+// label) makes a round that applies nothing, as does the first round when
+// every Feature holds its summary. Nodes themselves are not watched: a Node
+// without a report is no event at all.
+func TestSummarizerWritesNothingUnchanged(t *testing.T) {
+	plan := &scoping.Plan{BinaryVersion: "v1.37.2", EmulationVersion: "1.37", Components: []string{names.Kubelet},
+		Features: []scoping.FeatureState{{Name: "Foo", Enabled: true, Source: scoping.SourceDefault}}}
+	report, err := BuildNodeReport(plan, "node-a")
+	require.NoError(t, err)
+	report.Report.OwnerReferences = []metav1.OwnerReference{NodeOwner("node-a", "uid-a")}
+	profiles := map[string]*featuresv1alpha1.FeatureProfile{report.Profiles[0].Name: report.Profiles[0]}
+	foo := &featuresv1alpha1.Feature{
+		TypeMeta:   metav1.TypeMeta{APIVersion: featuresv1alpha1.SchemeGroupVersion.String(), Kind: "Feature"},
+		ObjectMeta: metav1.ObjectMeta{Name: "foo"},
+		Status: featuresv1alpha1.FeatureStatus{Name: "Foo", Enabled: true,
+			Servers: []featuresv1alpha1.ServerFeature{{Server: "server-a", Enabled: true}}},
+	}
+	sum := Summarize([]featuresv1alpha1.Feature{*foo}, []featuresv1alpha1.NodeFeatureReport{*report.Report}, profiles)["Foo"]
+	foo.Status.ClusterEnabled, foo.Status.NodesEnabled, foo.Status.Nodes = sum.ClusterEnabled, sum.NodesEnabled, sum.Nodes
+	c := sum.Condition
+	c.LastTransitionTime = metav1.Now()
+	foo.Status.Conditions = []metav1.Condition{c}
+
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		featuresv1alpha1.Resource:                  "FeatureList",
+		featuresv1alpha1.NodeFeatureReportResource: "NodeFeatureReportList",
+		featuresv1alpha1.FeatureProfileResource:    "FeatureProfileList",
+	}, mustUnstructured(t, foo), mustUnstructured(t, report.Report), mustUnstructured(t, report.Profiles[0]))
+	var patches atomic.Int32
+	client.PrependReactor("patch", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		patches.Add(1)
+		return true, nil, nil
+	})
+	watching := func() bool {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "watch" {
+				n++
+			}
+		}
+		return n == 3
+	}
+
+	s := &Summarizer{Interval: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.watch(ctx, client) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	require.Eventually(t, func() bool { return s.rounds.Load() >= 1 && watching() }, 10*time.Second, 5*time.Millisecond)
+	assert.Zero(t, patches.Load(), "every Feature holds its summary")
+
+	rounds := s.rounds.Load()
+	again := report.Report.DeepCopy()
+	again.OwnerReferences = []metav1.OwnerReference{NodeOwner("node-a", "uid-a2")}
+	again.Labels = map[string]string{"example.com/rack": "7"}
+	_, err = client.Resource(featuresv1alpha1.NodeFeatureReportResource).Update(ctx, mustUnstructured(t, again).(*unstructured.Unstructured), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.rounds.Load() > rounds }, 10*time.Second, 5*time.Millisecond, "a round after the update")
+	assert.Zero(t, patches.Load(), "nothing the summary counts changed")
+	assert.Zero(t, s.Applied())
+	assert.Equal(t, "1/1", s.Last()["Foo"].NodesEnabled, "the round saw the report")
 }
