@@ -157,7 +157,7 @@ func (c Config) clusterClient(logger klog.Logger, endpoints []string) (*clientv3
 	if err != nil {
 		return nil, fmt.Errorf("client TLS: %w", err)
 	}
-	zl, err := NewZapLogger(logger.WithName(Name+"-join"), c.logLevel())
+	zl, err := NewZapLogger(logger.WithName(Name+"-join"), "error")
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -190,6 +191,25 @@ func (e *Etcd) SetStorageVersion(v string) error {
 		return err
 	}
 	e.cfg = cfg
+	return nil
+}
+
+// SetJoin sets Config.Cluster.Join before Run: for a binary that learns
+// the members to join only once it fetched the cluster's PKI (a
+// harness.BarrierHook runs after the barrier, before any component
+// starts). It returns an error once Run was called, or without a Cluster.
+func (e *Etcd) SetJoin(urls []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started.Load() {
+		return errors.New("etcd: SetJoin after Run")
+	}
+	if e.cfg.Cluster == nil {
+		return errors.New("etcd: SetJoin without Config.Cluster")
+	}
+	cl := *e.cfg.Cluster
+	cl.Join = slices.Clone(urls)
+	e.cfg.Cluster = &cl
 	return nil
 }
 

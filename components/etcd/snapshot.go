@@ -83,7 +83,9 @@ func VerifySnapshot(path string) (SnapshotInfo, error) {
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("etcd: snapshot: %w", err)
 	}
-	bad := func(format string, a ...any) error { return &SnapshotError{Path: path, Problem: fmt.Sprintf(format, a...)} }
+	bad := func(format string, a ...any) error {
+		return &SnapshotError{Path: path, Problem: fmt.Sprintf(format, a...)}
+	}
 	size := st.Size()
 	if !st.Mode().IsRegular() {
 		return SnapshotInfo{}, bad("not a regular file")

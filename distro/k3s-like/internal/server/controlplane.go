@@ -94,6 +94,9 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}, nil, cluster.NodeJoinName); err != nil {
 		return nil, err
 	}
+	if err := o.clusterComponents(h, cp.db); err != nil {
+		return nil, err
+	}
 	if err := o.manifests().Add(h); err != nil {
 		return nil, err
 	}
