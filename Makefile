@@ -237,9 +237,11 @@ run: build
 # The node's images, built from source, as archives containerd imports
 # (images/, its own module): IMAGES_DIR/pause.tar (registry.k8s.io/pause:3.10.2,
 # our pause program), IMAGES_DIR/busybox.tar (kubeharness.local/busybox:
-# <version>, from Debian's busybox-static, /bin/busybox) and
+# <version>, from Debian's busybox-static, /bin/busybox),
 # IMAGES_DIR/coredns.tar (kubeharness.local/coredns:v<version>, CoreDNS of
-# images/go.mod with the cluster-DNS plugins only).
+# images/go.mod with the cluster-DNS plugins only) and IMAGES_DIR/netbench.tar
+# (kubeharness.local/netbench:v1: round trips, throughput and first reach
+# between Pods, for the cluster tests).
 images:
 	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(IMAGES_DIR)
 

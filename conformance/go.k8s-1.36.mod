@@ -31,7 +31,7 @@ require (
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/log v0.2.0 // indirect
 	github.com/containerd/ttrpc v1.2.9 // indirect
-	github.com/containerd/typeurl/v2 v2.2.3 // indirect
+	github.com/containerd/typeurl/v2 v2.3.0 // indirect
 	github.com/coreos/go-oidc v2.5.0+incompatible // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.7.0 // indirect
@@ -242,6 +242,8 @@ replace (
 	github.com/google/pprof => github.com/google/pprof v0.0.0-20260115054156-294ebfa9ad83
 	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
 	github.com/klauspost/compress => github.com/klauspost/compress v1.18.0
+	github.com/mdlayher/netlink => github.com/mdlayher/netlink v1.7.2
+	github.com/mdlayher/socket => github.com/mdlayher/socket v0.5.1
 	github.com/moby/sys/userns => github.com/moby/sys/userns v0.1.0
 	github.com/moby/term => github.com/moby/term v0.5.0
 	github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.28.1
@@ -252,11 +254,11 @@ replace (
 	github.com/prometheus/common => github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
 	github.com/sirupsen/logrus => github.com/sirupsen/logrus v1.9.3
-	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.8
-	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.8
-	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.8
-	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.8
-	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.8
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.10
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.10
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.10
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.10
+	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.10
 	go.etcd.io/raft/v3 => go.etcd.io/raft/v3 v3.6.0
 	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful => go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.65.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0

@@ -13,7 +13,8 @@
 //	Write(path, name, image) ──► a docker-save style tarball tagged name,
 //	                   written to a temporary file and renamed into place
 //
-// The same Spec always gives the same digest. [PauseSpec] and [BusyboxSpec]
-// are the two images of the project; cmd/mkimages builds both (the pause
-// program is ./pause) and writes pause.tar and busybox.tar.
+// The same Spec always gives the same digest. [PauseSpec], [BusyboxSpec],
+// [CoreDNSSpec] and [NetbenchSpec] are the project's images; cmd/mkimages
+// builds them (the programs are ./pause, ./coredns and ./netbench) and
+// writes pause.tar, busybox.tar, coredns.tar and netbench.tar.
 package images

@@ -25,6 +25,11 @@ const (
 	CoreDNSName = "kubeharness.local/coredns:v1.15.0"
 	// CoreDNSUser is the user CoreDNS runs as, upstream image's nonroot.
 	CoreDNSUser = "65532:65532"
+	// NetbenchName is the image of the netbench program (./netbench),
+	// which measures the pod network from inside Pods.
+	NetbenchName = "kubeharness.local/netbench:v1"
+	// NetbenchUser is the user netbench runs as: nobody.
+	NetbenchUser = "65534:65534"
 	// DefaultPath is the PATH of the images' environments.
 	DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
@@ -53,6 +58,19 @@ func CoreDNSSpec(coredns []byte) Spec {
 		User:       CoreDNSUser,
 		WorkingDir: "/",
 		CreatedBy:  "kubeharness images: CoreDNS",
+	}
+}
+
+// NetbenchSpec is the netbench image: the program (a static binary, see
+// ./netbench) as /netbench, its entrypoint, run as [NetbenchUser].
+func NetbenchSpec(netbench []byte) Spec {
+	return Spec{
+		Files:      []File{{Path: "/netbench", Mode: 0o755, Data: netbench}},
+		Entrypoint: []string{"/netbench"},
+		Env:        []string{DefaultPath},
+		User:       NetbenchUser,
+		WorkingDir: "/",
+		CreatedBy:  "kubeharness images: netbench",
 	}
 }
 

@@ -21,4 +21,6 @@ const (
 	KubeProxy = "kube-proxy"
 	// Containerd is the node's container runtime child's (node.Runtime).
 	Containerd = "containerd"
+	// Flannel is the node's pod network's (flannel.Flannel).
+	Flannel = "flannel"
 )

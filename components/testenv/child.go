@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -56,6 +57,13 @@ type ChildRun struct {
 // fifths of ctx's time left, if ctx has a deadline), with its output
 // written to logPath as well, and returns how it ended.
 func RunChild(ctx context.Context, scenario, logPath string) (ChildRun, error) {
+	return RunChildUnder(ctx, nil, scenario, logPath)
+}
+
+// RunChildUnder is RunChild with the test binary run under wrapper, a
+// command that executes its arguments (["unshare", "--net"]: the child in
+// a network namespace of its own).
+func RunChildUnder(ctx context.Context, wrapper []string, scenario, logPath string) (ChildRun, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return ChildRun{}, err
@@ -65,7 +73,8 @@ func RunChild(ctx context.Context, scenario, logPath string) (ChildRun, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		args = append(args, "-test.timeout="+(time.Until(deadline)*4/5).Round(time.Second).String())
 	}
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	argv := append(append(slices.Clip(wrapper), os.Args[0]), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), ChildEnv+"="+scenario)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	start := time.Now()

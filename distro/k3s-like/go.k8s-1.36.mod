@@ -61,6 +61,7 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/alexflint/go-filemutex v1.3.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
+	github.com/avast/retry-go/v4 v4.7.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
@@ -86,7 +87,7 @@ require (
 	github.com/containerd/nri v0.11.0 // indirect
 	github.com/containerd/otelttrpc v0.1.0 // indirect
 	github.com/containerd/ttrpc v1.2.9 // indirect
-	github.com/containerd/typeurl/v2 v2.2.3 // indirect
+	github.com/containerd/typeurl/v2 v2.3.0 // indirect
 	github.com/containerd/zfs/v2 v2.0.0 // indirect
 	github.com/containers/ocicrypt v1.2.1 // indirect
 	github.com/coreos/go-oidc v2.5.0+incompatible // indirect
@@ -105,6 +106,7 @@ require (
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/camelcase v1.0.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
+	github.com/flannel-io/flannel v0.28.4 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
@@ -290,22 +292,20 @@ replace (
 	github.com/containerd/ttrpc => github.com/containerd/ttrpc v1.2.7
 	github.com/containerd/typeurl/v2 => github.com/containerd/typeurl/v2 v2.2.3
 	github.com/coredns/corefile-migration => github.com/coredns/corefile-migration v1.0.31
-	github.com/cpuguy83/go-md2man/v2 => github.com/cpuguy83/go-md2man/v2 v2.0.6
 	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
 	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
 	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
-	github.com/go-jose/go-jose/v4 => github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.21.0
 	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v0.20.2
 	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
 	github.com/golang-jwt/jwt/v5 => github.com/golang-jwt/jwt/v5 v5.3.0
-	github.com/golang/groupcache => github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da
 	github.com/google/cel-go => github.com/google/cel-go v0.26.0
-	github.com/google/gofuzz => github.com/google/gofuzz v1.0.0
 	github.com/google/pprof => github.com/google/pprof v0.0.0-20260115054156-294ebfa9ad83
 	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
 	github.com/klauspost/compress => github.com/klauspost/compress v1.18.0
+	github.com/mdlayher/netlink => github.com/mdlayher/netlink v1.7.2
+	github.com/mdlayher/socket => github.com/mdlayher/socket v0.5.1
 	github.com/moby/sys/userns => github.com/moby/sys/userns v0.1.0
 	github.com/moby/term => github.com/moby/term v0.5.0
 	github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.28.1
@@ -317,11 +317,11 @@ replace (
 	github.com/prometheus/common => github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
 	github.com/sirupsen/logrus => github.com/sirupsen/logrus v1.9.3
-	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.8
-	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.8
-	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.8
-	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.8
-	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.8
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.10
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.10
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.10
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.10
+	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.10
 	go.etcd.io/raft/v3 => go.etcd.io/raft/v3 v3.6.0
 	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful => go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.65.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0

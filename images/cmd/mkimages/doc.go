@@ -2,12 +2,14 @@
 // archives containerd imports: OUT/pause.tar (registry.k8s.io/pause:3.10.2,
 // the pause program of ../../pause built static), OUT/busybox.tar
 // (kubeharness.local/busybox:VERSION, Debian's busybox-static with a symlink
-// per applet) and OUT/coredns.tar (kubeharness.local/coredns:vVERSION,
-// ../../coredns built static).
+// per applet), OUT/coredns.tar (kubeharness.local/coredns:vVERSION,
+// ../../coredns built static) and OUT/netbench.tar
+// (kubeharness.local/netbench:v1, ../../netbench built static: the pod
+// network's round trips and throughput, for tests).
 //
 //	go run ./cmd/mkimages -out DIR [-busybox /bin/busybox] [-busybox-version V] [-go go]
 //
-// Run it from the images module (the pause and coredns programs are built
+// Run it from the images module (the programs are built
 // by their import paths). Each archive goes to a temporary file renamed into place; one line
 // per archive says what was written: path, name, image ID (the config's
 // digest, what crictl shows), manifest digest and size.

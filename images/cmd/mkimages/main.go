@@ -25,6 +25,7 @@ import (
 const (
 	pausePackage   = "github.com/kubeharness/kubeharness/images/pause"
 	corednsPackage = "github.com/kubeharness/kubeharness/images/coredns"
+	netbenchPkg    = "github.com/kubeharness/kubeharness/images/netbench"
 )
 
 // installHint ends every error about the busybox binary.
@@ -44,10 +45,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("mkimages", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	out := flags.String("out", "", "directory to write pause.tar, busybox.tar and coredns.tar into (required; made if missing)")
+	out := flags.String("out", "", "directory to write pause.tar, busybox.tar, coredns.tar and netbench.tar into (required; made if missing)")
 	busybox := flags.String("busybox", "/bin/busybox", "the static busybox binary (Debian's busybox-static)")
 	version := flags.String("busybox-version", "", "busybox's version, for the image's tag (default: dpkg-query's version of busybox-static)")
-	goCmd := flags.String("go", "go", "the go command that builds the pause and coredns programs")
+	goCmd := flags.String("go", "go", "the go command that builds the pause, coredns and netbench programs")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -80,6 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	netbench, err := buildStatic(ctx, *goCmd, "netbench", netbenchPkg)
+	if err != nil {
+		return err
+	}
 
 	for _, w := range []struct {
 		file, name string
@@ -88,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"pause.tar", images.PauseName, images.PauseSpec(pause)},
 		{"busybox.tar", bbName, bbSpec},
 		{"coredns.tar", images.CoreDNSName, images.CoreDNSSpec(coredns)},
+		{"netbench.tar", images.NetbenchName, images.NetbenchSpec(netbench)},
 	} {
 		if err := write(stdout, filepath.Join(*out, w.file), w.name, w.spec); err != nil {
 			return err

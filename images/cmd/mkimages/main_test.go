@@ -86,9 +86,9 @@ func TestWritesTheImages(t *testing.T) {
 			t.Fatal(err)
 		}
 		printed[i] = strings.ReplaceAll(stdout.String(), out, "OUT")
-		line := regexp.MustCompile(`^OUT/(pause|busybox|coredns)\.tar: (\S+) id sha256:[0-9a-f]{64} manifest sha256:[0-9a-f]{64}, [0-9]+ bytes$`)
+		line := regexp.MustCompile(`^OUT/(pause|busybox|coredns|netbench)\.tar: (\S+) id sha256:[0-9a-f]{64} manifest sha256:[0-9a-f]{64}, [0-9]+ bytes$`)
 		lines := strings.Split(strings.TrimSuffix(printed[i], "\n"), "\n")
-		if len(lines) != 3 || slices.ContainsFunc(lines, func(l string) bool { return !line.MatchString(l) }) {
+		if len(lines) != 4 || slices.ContainsFunc(lines, func(l string) bool { return !line.MatchString(l) }) {
 			t.Fatalf("printed %q, want a line per archive", printed[i])
 		}
 
@@ -154,6 +154,13 @@ func TestWritesTheImages(t *testing.T) {
 			if !slices.Contains(strings.Fields(string(plugins)), p) {
 				t.Errorf("coredns -plugins lists no %s:\n%s", p, plugins)
 			}
+		}
+		netbench := load(t, filepath.Join(out, "netbench.tar"), images.NetbenchName)
+		if cf, err = netbench.ConfigFile(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cf.Config.Entrypoint, []string{"/netbench"}) || cf.Config.User != images.NetbenchUser {
+			t.Errorf("netbench: entrypoint %q user %q", cf.Config.Entrypoint, cf.Config.User)
 		}
 	}
 	if printed[0] != printed[1] {

@@ -111,6 +111,10 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 		return nil, err
 	}
 	c.ClusterDNS, c.ClusterDomain, c.ClusterCIDR = settings.ClusterDNS, settings.ClusterDomain, settings.ClusterCIDR
+	if err := node.CheckFlannelBackend(settings.FlannelBackend); err != nil {
+		return nil, fmt.Errorf("the server's agent settings (kube-system/k3s-like-agent): the server's %w", err)
+	}
+	c.Options.FlannelBackend = settings.FlannelBackend // the server's, as k3s's agents take it
 	c.KubeletDefaults = []kubeargs.Arg{
 		{Key: "bootstrap-kubeconfig", Value: cluster.BootstrapKubeconfig(c.Layout)},
 		{Key: "rotate-certificates", Value: "true"},

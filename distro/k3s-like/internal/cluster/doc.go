@@ -8,8 +8,9 @@
 //
 //	server: NodeJoin.Add      // the node-join component, once the apiserver is ready:
 //	                          // the bootstrap token Secret, the agent settings ConfigMap
-//	                          // (client CA, cluster DNS, domain, Pods' CIDR), RBAC for
-//	                          // bootstrapping kubelets, kube-proxy and the feature reporters
+//	                          // (client CA, cluster DNS, domain, Pods' CIDR, flannel's
+//	                          // backend), RBAC for bootstrapping kubelets, kube-proxy,
+//	                          // flannel and the feature reporters
 //	agent:  Join              // dial the server, take the CA whose hash the token pins,
 //	                          // read the settings with the bootstrap token, write the CA
 //	                          // files and the bootstrap kubeconfig

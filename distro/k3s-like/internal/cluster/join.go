@@ -33,7 +33,10 @@ import (
 type Settings struct {
 	ClusterDNS    string
 	ClusterDomain string
-	ClusterCIDR   string // the Pods' CIDR, for kube-proxy
+	ClusterCIDR   string // the Pods' CIDR, for kube-proxy and flannel
+	// FlannelBackend is the server's --flannel-backend ("" from a server
+	// that does not publish it).
+	FlannelBackend string
 }
 
 // BootstrapKubeconfig is the kubelet's --bootstrap-kubeconfig on an agent.
@@ -126,7 +129,8 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 		return Settings{}, err
 	}
 	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.CAHash)
-	return Settings{ClusterDNS: settings[settingClusterDNS], ClusterDomain: settings[settingClusterDomain], ClusterCIDR: settings[settingClusterCIDR]}, nil
+	return Settings{ClusterDNS: settings[settingClusterDNS], ClusterDomain: settings[settingClusterDomain], ClusterCIDR: settings[settingClusterCIDR],
+		FlannelBackend: settings[settingFlannel]}, nil
 }
 
 // caPinError is a server whose TLS handshake carries no CA the token pins,

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/flannel"
 	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
@@ -45,6 +46,7 @@ const (
 	settingClusterDNS    = "cluster-dns"
 	settingClusterDomain = "cluster-domain"
 	settingClusterCIDR   = "cluster-cidr"
+	settingFlannel       = "flannel-backend"
 )
 
 // NodeJoin is what a server publishes for agents to join with: the node-join
@@ -53,9 +55,10 @@ type NodeJoin struct {
 	DataDir         string     // the server's: its token file
 	Layout          pki.Layout // the server's PKI: its client CA
 	AdminKubeconfig string
-	// The agents' settings: the cluster DNS address and domain, the Pods' CIDR.
-	ClusterDNS, ClusterDomain, ClusterCIDR string
-	Log                                    logr.Logger
+	// The agents' settings: the cluster DNS address and domain, the Pods'
+	// CIDR, the pod network's backend.
+	ClusterDNS, ClusterDomain, ClusterCIDR, FlannelBackend string
+	Log                                                    logr.Logger
 }
 
 // Add adds the server's node-join component: once the apiserver is
@@ -143,6 +146,7 @@ func (j NodeJoin) publish(ctx context.Context) error {
 		settingClusterDNS:    j.ClusterDNS,
 		settingClusterDomain: j.ClusterDomain,
 		settingClusterCIDR:   j.ClusterCIDR,
+		settingFlannel:       j.FlannelBackend,
 	}), opts); err != nil {
 		return err
 	}
@@ -182,12 +186,20 @@ func (j NodeJoin) publish(ctx context.Context) error {
 	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
 		return err
 	}
+	// Each node's flannel uses its kubelet's credential.
+	if err := publishClusterRole(ctx, client, opts, flannelRole, flannel.Rules(), "Group", "system:nodes"); err != nil {
+		return err
+	}
 	return publishReporterAccess(ctx, client, opts)
 }
 
 // kubeletServingApprover names the ClusterRole and binding of the
 // approver of kubelet serving certificates (node.ServingApprover).
 const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
+
+// flannelRole names the ClusterRole and binding of the nodes' flannel
+// (flannel.Rules).
+const flannelRole = "kubeharness:flannel"
 
 // featurePublisher names the ClusterRole and binding of the servers'
 // feature publisher and summarizer (featurepub.ServerRules).

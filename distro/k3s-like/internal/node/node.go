@@ -12,18 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/containerd/platforms"
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components/featurepub"
+	"github.com/kubeharness/kubeharness/components/flannel"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	kubenode "github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -62,6 +58,8 @@ type Options struct {
 	DisableProxy    bool
 	cleanupOnStop   bool
 	privateRegistry string
+	FlannelBackend  string // a server's flag; an agent runs its server's
+	flannelIface    string
 }
 
 // AddFlags adds the node's flags; a server's has --disable-agent too.
@@ -77,13 +75,17 @@ func (o *Options) AddFlags(f *pflag.FlagSet, server bool) {
 	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
 	f.BoolVar(&o.DisableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
 	f.StringVar(&o.privateRegistry, "private-registry", "", "Registry mirrors, k3s's registries.yaml (mirrors.HOST.endpoint: [URL, ...]), for the containerd of this binary (default "+defaultRegistriesFile+", if it exists)")
-	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy and the kubelet made (KUBE-* iptables chains, kube-proxy's nftables tables); by default they stay, as upstream's, so that Services keep answering across a restart")
+	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy, the kubelet and flannel made (KUBE-* and FLANNEL-* iptables chains, kube-proxy's nftables tables, the flannel.1 device and flannel's routes); by default they stay, as upstream's, so that Services keep answering across a restart")
+	o.addFlannelFlags(f, server)
 }
 
 // Check checks the flags a node's arguments are made from, without
 // making them: each error names the flag.
 func (o *Options) Check() error {
 	if _, err := kubeargs.Parse("kubelet-arg", o.kubeletArgs); err != nil {
+		return err
+	}
+	if err := CheckFlannelBackend(o.FlannelBackend); err != nil {
 		return err
 	}
 	_, err := kubeargs.Parse("kube-proxy-arg", o.kubeProxyArgs)
@@ -227,13 +229,19 @@ func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
 	return kubeargs.Merge(defaults, short, user), nil
 }
 
-// Args are the node's components' arguments: the kubelet's and,
-// unless --disable-kube-proxy, kube-proxy's.
+// Args are the node's components' arguments: the kubelet's, flannel's
+// (unless --flannel-backend=none) and, unless --disable-kube-proxy,
+// kube-proxy's.
 func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 	out := map[string][]string{}
 	var err error
 	if out[kubenode.KubeletName], err = c.kubeletArgs(short); err != nil {
 		return nil, err
+	}
+	if c.flannelBackend() != FlannelNone {
+		if out[flannel.Name], err = c.flannelArgs(); err != nil {
+			return nil, err
+		}
 	}
 	if !c.Options.DisableProxy {
 		if out[kubenode.KubeProxyName], err = c.proxyArgs(short); err != nil {
@@ -244,9 +252,10 @@ func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 }
 
 // Add adds the node's components: containerd (unless
-// --container-runtime-endpoint), the kubelet after it and c.After, the
-// writer of the node's CNI configuration and kube-proxy (unless
-// --disable-kube-proxy) after the kubelet. args are Args'.
+// --container-runtime-endpoint), the kubelet after it and c.After,
+// kube-proxy (unless --disable-kube-proxy) and flannel after the kubelet,
+// the writer of the node's CNI configuration after flannel (neither with
+// --flannel-backend=none). args are Args'.
 func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 	d := newDirs(c.DataDir)
 	deps := append([]string(nil), c.After...)
@@ -285,7 +294,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 			return err
 		}
 	}
-	if err := h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: c.writeCNIConfig}, nil, kubenode.KubeletName); err != nil {
+	if err := c.addNetwork(h, args); err != nil {
 		return err
 	}
 	// KEP-3920 on nodes: the node reports its gates with the kubelet's
@@ -301,7 +310,8 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 
 // AfterStop is what the node leaves undone once its components stopped:
 // it unmounts what the kubelet and containerd mounted and, with
-// --cleanup-on-stop, removes kube-proxy's and the kubelet's host rules.
+// --cleanup-on-stop, removes kube-proxy's, the kubelet's and flannel's
+// host rules (and flannel's device and routes).
 func (c Config) AfterStop(ctx context.Context, log logr.Logger) {
 	n, err := mounts.UnmountUnder(c.DataDir, newDirs(c.DataDir).run)
 	if err != nil {
@@ -315,7 +325,7 @@ func (c Config) AfterStop(ctx context.Context, log logr.Logger) {
 	if !c.Options.DisableProxy {
 		errs = append(errs, kubenode.CleanupProxyRules(ctx))
 	}
-	errs = append(errs, kubenode.CleanupKubeletRules())
+	errs = append(errs, kubenode.CleanupKubeletRules(), c.cleanupFlannel())
 	if err := errors.Join(errs...); err != nil {
 		log.Error(err, "Removing the node's host rules")
 		return
@@ -419,55 +429,41 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 		q(filepath.Join(d.bin, ShimName)), q(filepath.Join(d.run, "runc")), q(d.bin), q(d.cniConf))
 }
 
-// writeCNIConfig waits until the node has its pod CIDR (the
-// controller-manager allocates it once the kubelet registered the node),
-// writes the bridge network for it, and waits for the stop.
-func (c Config) writeCNIConfig(ctx context.Context) error {
-	var n *corev1.Node
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		// The kubelet's kubeconfig: an agent's appears once its TLS
-		// bootstrap is done.
-		cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
-		if err != nil {
-			return false, nil
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return false, err
-		}
-		n, err = kubenode.WaitForNode(ctx, client, c.Name, kubenode.HasPodCIDR)
-		return err == nil, err
-	})
+// writeCNIConfig waits until flannel has the node's lease (its Node's pod
+// CIDR), writes the bridge network for it, and waits for the stop.
+func (c Config) writeCNIConfig(ctx context.Context, f *flannel.Flannel) error {
+	n, err := f.Network(ctx)
 	if ctx.Err() != nil {
-		return nil // stopped before the node had a pod CIDR
+		return nil // stopped before flannel was up
 	}
 	if err != nil {
 		return err
 	}
-	cidr := n.Spec.PodCIDR
 	d := newDirs(c.DataDir)
-	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(cidr, d)), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(n.PodCIDR.String(), n.MTU, d)), 0o600); err != nil {
 		return err
 	}
-	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", cidr)
+	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", n.PodCIDR, "mtu", n.MTU)
 	<-ctx.Done()
 	return nil
 }
 
 // cniConflist is the node's pod network: a bridge with the node's pod
-// CIDR (host-local addresses), port mappings, loopback.
-func cniConflist(cidr string, d dirs) string {
+// CIDR (host-local addresses) and flannel's MTU, port mappings, loopback.
+// No masquerade: traffic to other nodes' Pods keeps its Pod IP, and
+// flannel's rules masquerade what leaves the cluster CIDR.
+func cniConflist(cidr string, mtu int, d dirs) string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "k3s-like",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true, "mtu": %d,
      "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {"type": "loopback"}
   ]
 }
-`, filepath.Join(d.run, "ipam"), cidr)
+`, mtu, filepath.Join(d.run, "ipam"), cidr)
 }
 
 // containerdLog sends containerd's output to the process's log.

@@ -53,7 +53,7 @@ func (o *options) nodeJoin() cluster.NodeJoin {
 	return cluster.NodeJoin{
 		DataDir: o.DataDir, Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
-		Log: cli.Logger(),
+		FlannelBackend: o.node.FlannelBackend, Log: cli.Logger(),
 	}
 }
 

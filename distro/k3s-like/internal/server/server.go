@@ -17,6 +17,7 @@ import (
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/daemon"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/deploy"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -76,6 +77,9 @@ func (o *options) check() (args map[string][]string, limit int64, err error) {
 		return nil, 0, err
 	}
 	if err := o.checkEtcd(os.Getenv); err != nil {
+		return nil, 0, err
+	}
+	if err := node.CheckFlannelBackend(o.node.FlannelBackend); err != nil {
 		return nil, 0, err
 	}
 	if args, err = o.componentArgs(); err != nil {
