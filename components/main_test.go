@@ -33,20 +33,7 @@ var scenarios = map[string]func(t *testing.T){}
 
 // TestChild runs the scenario named by testenv.ChildEnv; it is skipped
 // unless a parent test started this process for it.
-func TestChild(t *testing.T) {
-	name := testenv.ChildScenario()
-	if name == "" {
-		t.Skip("runs only in a child process started by another test")
-	}
-	run, ok := scenarios[name]
-	if !ok {
-		t.Fatalf("unknown scenario %q", name)
-	}
-	run(t)
-	if !t.Failed() {
-		testenv.ChildDone()
-	}
-}
+func TestChild(t *testing.T) { testenv.RunScenario(t, scenarios) }
 
 // childResult is what a parent learned from a child.
 type childResult struct {

@@ -142,7 +142,7 @@ func (f *Flannel) Run(ctx context.Context) error {
 	if err != nil {
 		return &scoping.FlagError{Component: Name, Flag: "--kubeconfig-file", Value: f.kubeconfig, Err: err}
 	}
-	cfg.UserAgent = "k3s-like-flannel"
+	cfg.UserAgent = "kubeharness-flannel"
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return &scoping.FlagError{Component: Name, Flag: "--kubeconfig-file", Value: f.kubeconfig, Err: err}
@@ -232,7 +232,7 @@ func (f *Flannel) Run(ctx context.Context) error {
 		Iface: ext.IfaceName, PublicIP: addrOf(ext.ExtAddr),
 	}
 	close(f.ready)
-	klog.InfoS("flannel is up", "node", f.nodeName, "backend", f.backendType, "podCIDR", podCIDR, "mtu", bn.MTU(), "iface", ext.IfaceName, "publicIP", ext.ExtAddr)
+	klog.FromContext(ctx).Info("flannel is up", "node", f.nodeName, "backend", f.backendType, "podCIDR", podCIDR, "mtu", bn.MTU(), "iface", ext.IfaceName, "publicIP", ext.ExtAddr)
 	<-ctx.Done()
 	return nil
 }

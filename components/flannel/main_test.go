@@ -26,17 +26,4 @@ var scenarios = map[string]func(*testing.T){
 }
 
 // TestChild runs a scenario in a child process started by another test.
-func TestChild(t *testing.T) {
-	name := testenv.ChildScenario()
-	if name == "" {
-		t.Skip("runs only in a child process started by another test")
-	}
-	run, ok := scenarios[name]
-	if !ok {
-		t.Fatalf("unknown scenario %q", name)
-	}
-	run(t)
-	if !t.Failed() {
-		testenv.ChildDone()
-	}
-}
+func TestChild(t *testing.T) { testenv.RunScenario(t, scenarios) }

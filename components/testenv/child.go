@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -37,6 +38,24 @@ func ChildResult(key string, v any) { fmt.Printf("\n%s%s=%v\n", childResultPrefi
 // ChildDone prints the end marker (ChildRun.Done): call it last, once the
 // scenario passed.
 func ChildDone() { fmt.Println("\n" + childDoneMarker) }
+
+// RunScenario is a test binary's TestChild: in a child it runs the
+// scenario ChildEnv names and, if it passed, prints ChildDone's marker; in
+// a parent it skips t.
+func RunScenario(t *testing.T, scenarios map[string]func(*testing.T)) {
+	name := ChildScenario()
+	if name == "" {
+		t.Skip("runs only in a child process started by another test")
+	}
+	run, ok := scenarios[name]
+	if !ok {
+		t.Fatalf("unknown scenario %q", name)
+	}
+	run(t)
+	if !t.Failed() {
+		ChildDone()
+	}
+}
 
 // ChildRun is how a child ended and what it printed.
 type ChildRun struct {

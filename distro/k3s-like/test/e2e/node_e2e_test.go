@@ -126,7 +126,7 @@ func putNodeImages(t *testing.T, dataDir string) {
 	t.Helper()
 	imgs := filepath.Join(dataDir, "agent", "images")
 	require.NoError(t, os.MkdirAll(imgs, 0o700))
-	for _, f := range []string{"pause.tar", "busybox.tar", "coredns.tar"} {
+	for _, f := range []string{"pause.tar", "busybox.tar", "coredns.tar", "netbench.tar"} {
 		b, err := os.ReadFile(filepath.Join(nodeImages(t), f))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(imgs, f), b, 0o600))
@@ -161,8 +161,8 @@ func requireNodeHost(t *testing.T) {
 type nodeServer struct {
 	t       *testing.T
 	dataDir string
-	cmd     *exec.Cmd // unshare
-	pid     int       // k3s-like
+	cmd     *exec.Cmd // unshare or nsenter
+	pid     int       // k3s-like's, once known
 	log     *syncBuffer
 	exited  chan struct{}
 	exitErr error
@@ -176,36 +176,34 @@ func startNodeServer(t *testing.T, dataDir string, extra ...string) *nodeServer 
 	return startInNetns(t, dataDir, netnsScript, append([]string{"server", "--data-dir=" + dataDir, "--node-name=node-a"}, extra...))
 }
 
-// agentIP is the agent's node IP in the agent test.
+// agentIP is the agent's node IP in the agent tests: the second
+// machine's (package machines).
 const agentIP = "192.0.2.11"
-
-// startNodeAgent runs `k3s-like agent` on dataDir in a network namespace
-// of its own, linked to the server's alone by a veth pair: the agent's
-// eth0 (agentIP, default route to the server's address) and agent0 in the
-// server's namespace, with a host route back.
-func startNodeAgent(t *testing.T, server *nodeServer, dataDir string, extra ...string) *nodeServer {
-	t.Helper()
-	pid := strconv.Itoa(server.pid)
-	script := `set -e
-ip link set lo up
-nsenter -t ` + pid + ` -n ip link del agent0 2>/dev/null || true # an agent before this one (its pods' shims keep its namespace)
-ip link add eth0 type veth peer name agent0 netns ` + pid + `
-ip addr add ` + agentIP + `/24 dev eth0
-ip link set eth0 up
-ip route add default via ` + nodeIP + ` dev eth0
-nsenter -t ` + pid + ` -n sh -c 'ip link set agent0 up && ip route add ` + agentIP + `/32 dev agent0'
-exec "$@"`
-	return startInNetns(t, dataDir, script, append([]string{"agent", "--data-dir=" + dataDir}, extra...))
-}
 
 // startInNetns runs the binary with args, its images put in place under
 // dataDir, inside a new network namespace that script sets up.
 func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServer {
 	t.Helper()
+	cmd := exec.Command("unshare", append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary}, args...)...)
+	s := startNode(t, dataDir, cmd, args[0])
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
+		if err != nil {
+			return false
+		}
+		s.pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && s.pid > 0
+	}, 10*time.Second, 20*time.Millisecond, "k3s-like started in its namespace")
+	return s
+}
+
+// startNode starts cmd, which runs the binary's command (server or
+// agent) with its images put in place under dataDir, and stops it when
+// the test ends.
+func startNode(t *testing.T, dataDir string, cmd *exec.Cmd, command string) *nodeServer {
+	t.Helper()
 	putNodeImages(t, dataDir)
-	args = append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary}, args...)
-	s := &nodeServer{t: t, dataDir: dataDir, log: &syncBuffer{}, exited: make(chan struct{}), started: time.Now()}
-	s.cmd = exec.Command("unshare", args...)
+	s := &nodeServer{t: t, dataDir: dataDir, log: &syncBuffer{}, exited: make(chan struct{}), started: time.Now(), cmd: cmd}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	require.NoError(t, s.cmd.Start())
 	go func() { s.exitErr = s.cmd.Wait(); close(s.exited) }()
@@ -224,19 +222,11 @@ func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServ
 			}
 		}
 		if t.Failed() {
-			t.Logf("k3s-like %s harness lines:\n%s", args[7], lifecycleLines(s.log.String()))
-			t.Logf("k3s-like %s log (last 80 lines):\n%s", args[7], testenv.Tail(s.log.String(), 80))
+			t.Logf("k3s-like %s harness lines:\n%s", command, lifecycleLines(s.log.String()))
+			t.Logf("k3s-like %s log (last 80 lines):\n%s", command, testenv.Tail(s.log.String(), 80))
 		}
 		keepLog(t, s.pid, s.log.String())
 	})
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
-		if err != nil {
-			return false
-		}
-		s.pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && s.pid > 0
-	}, 10*time.Second, 20*time.Millisecond, "k3s-like started in its namespace")
 	return s
 }
 
@@ -623,8 +613,8 @@ func tomlString(t *testing.T, text []byte, key string) string {
 	return ""
 }
 
-// TestAgentJoins: `k3s-like agent`, in a network namespace of its own
-// linked only to the server's, joins with the server's DATA_DIR/token: the
+// TestAgentJoins: `k3s-like agent`, on a machine of its own on the
+// server's LAN (package machines), joins with the server's DATA_DIR/token: the
 // CA is pinned by the token, its kubelet gets its client certificate by
 // TLS bootstrap (a CSR approved for system:node:node-b), the node is Ready,
 // a Pod scheduled to it runs and its log and exec are served through the
@@ -639,7 +629,8 @@ func TestAgentJoins(t *testing.T) {
 	busybox := busyboxImage(t)
 	serverDir := t.TempDir()
 	gate := testenv.KubeletGate
-	s := startNodeServer(t, serverDir, "--bind-address=0.0.0.0", "--kubelet-arg=feature-gates="+gate+"=true")
+	lan := newLAN(t, 2)
+	s := startServerOn(t, lan.Machines[0], serverDir, "--bind-address=0.0.0.0", "--kubelet-arg=feature-gates="+gate+"=true")
 	s.waitNodeReady(90 * time.Second)
 	// KEP-3920 on nodes: the server's kubelet-only gate, SET-BY kubelet,
 	// on its one node.
@@ -655,7 +646,7 @@ func TestAgentJoins(t *testing.T) {
 	config := filepath.Join(agentDir, "kubelet.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: "+
 		filepath.Join(agentDir, "pod-logs")+"\n"), 0o600))
-	a := startNodeAgent(t, s, agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
+	a := startAgentOn(t, lan.Machines[1], agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
 		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config)
 	ready := s.waitNamedNodeReady("node-b", a, 90*time.Second)
 	t.Logf("NODE agent node-b Ready %.1fs after the agent's start", ready.Seconds())
@@ -739,7 +730,7 @@ spec:
 	assert.Contains(t, a.log.String(), "Unmounted the node's mounts")
 
 	// The agent again, with the gate on: the condition turns True.
-	a = startNodeAgent(t, s, agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
+	a = startAgentOn(t, lan.Machines[1], agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
 		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config,
 		"--kubelet-arg=feature-gates="+gate+"=true")
 	restarted := time.Now()
@@ -828,9 +819,12 @@ func tail(s string, n int) string {
 // agentCgroupRoot makes a cgroup for a second kubelet on this host in
 // every hierarchy (the agent's --cgroup-root: two kubelets sharing one
 // would each remove the other's pods' cgroups), removed after the test.
-func agentCgroupRoot(t *testing.T) string {
+func agentCgroupRoot(t *testing.T) string { return nodeCgroupRoot(t, "agent") }
+
+// nodeCgroupRoot is agentCgroupRoot for the node named node.
+func nodeCgroupRoot(t *testing.T, node string) string {
 	t.Helper()
-	name := fmt.Sprintf("k3s-like-e2e-agent-%d", os.Getpid())
+	name := fmt.Sprintf("k3s-like-e2e-%s-%d", node, os.Getpid())
 	hierarchies, err := filepath.Glob("/sys/fs/cgroup/*")
 	require.NoError(t, err)
 	var made []string

@@ -77,7 +77,8 @@ func inNetns(t *testing.T, pid int, dataDir string, cert tls.Certificate) func(u
 func TestStatusRefusesJoinedAgent(t *testing.T) {
 	requireNodeHost(t)
 	serverDir := t.TempDir()
-	s := startNodeServer(t, serverDir, "--disable-agent", "--bind-address=0.0.0.0", "--status-address=0.0.0.0:10290", "--enable-pprof", "--disable=coredns")
+	lan := newLAN(t, 2)
+	s := startServerOn(t, lan.Machines[0], serverDir, "--disable-agent", "--bind-address=0.0.0.0", "--status-address=0.0.0.0:10290", "--enable-pprof", "--disable=coredns")
 	s.waitFor("ok", 90*time.Second, "get", "--raw", "/readyz")
 	admin, err := tls.LoadX509KeyPair(filepath.Join(serverDir, "tls", "client-admin.crt"), filepath.Join(serverDir, "tls", "client-admin.key"))
 	require.NoError(t, err, "the admin's certificate (system:masters)")
@@ -93,7 +94,7 @@ func TestStatusRefusesJoinedAgent(t *testing.T) {
 	config := filepath.Join(agentDir, "kubelet.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: "+
 		filepath.Join(agentDir, "pod-logs")+"\n"), 0o600))
-	a := startNodeAgent(t, s, agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
+	a := startAgentOn(t, lan.Machines[1], agentDir, "--server=https://"+nodeIP+":6443", "--token-file="+filepath.Join(serverDir, "token"),
 		"--node-name=node-b", "--node-ip="+agentIP, "--kubelet-arg=cgroup-root="+agentCgroupRoot(t), "--kubelet-arg=config="+config,
 		"--disable-kube-proxy") // not needed here; it may start before the kubelet has its client certificate
 	s.waitNamedNodeReady("node-b", a, 120*time.Second)
