@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,7 @@ func (r *Remover) Run(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
 	cfg.UserAgent = "k3s-like-" + Name
+	cfg.Timeout = 10 * time.Second
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
@@ -96,8 +98,11 @@ func (r *Remover) Run(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			// Not released on a stop: a stop may come after the quorum
+			// is gone (the last servers stopped), when a release would
+			// hang; the lease expires, or this identity takes it again.
 			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-			ReleaseOnCancel: true, Name: Name,
+			Name: Name,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) { r.lead(klog.NewContext(ctx, log), kube, ec) },
 				OnStoppedLeading: func() {},
@@ -232,3 +237,6 @@ func patchFinalizers(ctx context.Context, kube kubernetes.Interface, n *corev1.N
 	}
 	return nil
 }
+
+// nopLogger is a zap logger that discards: the command's errors say it all.
+func nopLogger() *zap.Logger { return zap.NewNop() }

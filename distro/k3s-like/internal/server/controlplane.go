@@ -75,7 +75,7 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
-		APIServer:         components.NewAPIServer(),
+		APIServer:         o.apiServer(),
 		Scheduler:         cp.scheduler,
 		ControllerManager: cp.kcm,
 		Publisher:         pub,

@@ -92,6 +92,17 @@ func (o *options) etcdCluster() *etcd.Cluster {
 	return &etcd.Cluster{AdvertiseIP: o.net.advertise, ClientCertFile: client.CertFile, ClientKeyFile: client.KeyFile}
 }
 
+// apiServer is the server's kube-apiserver: with a member of a cluster
+// that can grow, it starts once etcd is ready (a voting member), not
+// while etcd comes up: a joining member serves only once promoted.
+func (o *options) apiServer() *components.APIServer {
+	a := components.NewAPIServer()
+	if o.etcd.clusterMember {
+		a.WaitForEtcd()
+	}
+	return a
+}
+
 // joinCluster is the barrier hook of a server joining through --server
 // whose etcd holds no member yet: it fetches the cluster's PKI (pinned by
 // the full token, verified before anything is written) and the members'
