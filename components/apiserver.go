@@ -3,11 +3,11 @@ package components
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/flagz"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/internal/fence"
 	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/guard"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -187,12 +188,8 @@ func (a *APIServer) serve(ctx context.Context) error {
 	defer cancelSrv()
 	served := make(chan error, 1)
 	go func() { served <- prepared.Run(srvCtx) }()
-	probed := make(chan struct{})
-	go func() {
-		defer close(probed)
-		a.pollReady(srvCtx, loopback)
-	}()
-	defer func() { cancelSrv(); <-probed }()
+	stopProbe := a.ready.MarkWhen(srvCtx, a.readyz(loopback))
+	defer func() { cancelSrv(); stopProbe() }()
 
 	select {
 	case err := <-served:
@@ -203,13 +200,13 @@ func (a *APIServer) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	select {
-	case <-a.ready:
+	case <-a.ready.Done():
 	case err := <-served:
 		return err
 	default:
 		logger.Info("Stop requested before the apiserver was ready; waiting for readiness first, as cancelling its post-start hooks earlier exits the process")
 		select {
-		case <-a.ready:
+		case <-a.ready.Done():
 		case err := <-served:
 			return err
 		}
@@ -220,28 +217,30 @@ func (a *APIServer) serve(ctx context.Context) error {
 	return <-served
 }
 
-// readyPoll is how often pollReady asks: the scheduler and the
+// readyPoll is how often readyz asks: the scheduler and the
 // controller-manager wait for the harness to see the apiserver ready, so
 // each poll's wait is on their start's path.
 const readyPoll = 25 * time.Millisecond
 
-// pollReady GETs /readyz with the server's loopback client every readyPoll
-// until it answers 200, then marks the server ready.
-func (a *APIServer) pollReady(ctx context.Context, loopback *rest.Config) {
-	cfg := rest.CopyConfig(loopback)
-	cfg.Timeout = 5 * time.Second
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot build the readiness client")
-		return
-	}
-	_ = wait.PollUntilContextCancel(ctx, readyPoll, true, func(ctx context.Context) (bool, error) {
-		var code int
-		client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
-		return code == http.StatusOK, nil
-	})
-	if ctx.Err() == nil {
-		a.markReady()
+// readyz is the apiserver's readiness check: it GETs /readyz with the
+// server's loopback client every readyPoll until it answers 200.
+func (a *APIServer) readyz(loopback *rest.Config) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cfg := rest.CopyConfig(loopback)
+		cfg.Timeout = 5 * time.Second
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot build the readiness client")
+			return err
+		}
+		return probe.Poll(ctx, readyPoll, func(ctx context.Context) error {
+			var code int
+			client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code)
+			if code != http.StatusOK {
+				return fmt.Errorf("/readyz: %d", code)
+			}
+			return nil
+		})
 	}
 }
 

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -231,16 +229,12 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			// lost lease lets the build's requests wait for the datastore
 			// (at most the apiserver's request timeout, as upstream); a
 			// stop (clientFence's StopWhen) does not wait.
-			built := make(chan struct{})
-			probeCtx, stopProbe := context.WithCancel(context.WithoutCancel(ctx))
-			var probing sync.WaitGroup
-			probing.Go(func() {
-				if waitControllersBuilt(probeCtx, cc.SecureServing, kcmapp.KnownControllers()) == nil {
-					close(built)
-				}
+			var built probe.Readiness
+			stopBuilt := built.MarkWhen(context.WithoutCancel(ctx), func(ctx context.Context) error {
+				return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
 			})
-			defer func() { stopProbe(); probing.Wait() }()
-			defer clients.StopAfter(ctx, ControllerManagerName, built)()
+			defer stopBuilt()
+			defer clients.StopAfter(ctx, ControllerManagerName, built.Done())()
 			return kcmapp.Run(ctx, cc)
 		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)
@@ -360,8 +354,11 @@ func waitControllersBuilt(ctx context.Context, serving *genericapiserver.SecureS
 		checks[n] = true
 	}
 	p := probe.New(serving)
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return probe.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		_, body, err := p.Fetch(ctx, "/healthz?verbose", 1<<16)
-		return err == nil && listsCheck(string(body), checks), nil
+		if err == nil && !listsCheck(string(body), checks) {
+			err = errors.New("/healthz lists no controller yet")
+		}
+		return err
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/internal/election"
 	"github.com/kubeharness/kubeharness/components/internal/fence"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -39,7 +40,7 @@ const servedGrace = 3 * time.Second
 
 // lifecycle is what the three adapters share around their upstream wiring:
 // a value runs once (run), takes its informer name (takeInformerName),
-// fences its clients (clientFence), reports readiness once (markReady,
+// fences its clients (clientFence), reports readiness once (ready,
 // Ready), and, for the scheduler and the controller-manager, runs
 // upstream's Run only while it holds its lease (runElected). Each adapter
 // embeds one, made by newLifecycle.
@@ -47,8 +48,7 @@ type lifecycle struct {
 	name    string
 	elector *election.Elector // nil: the component has no leader election
 
-	ready     chan struct{} // closed by markReady
-	readyOnce sync.Once
+	ready probe.Readiness
 
 	// mu guards the embedding adapter's own run state.
 	mu sync.Mutex
@@ -57,7 +57,7 @@ type lifecycle struct {
 // newLifecycle returns the lifecycle of the component name; e is its
 // elector, or nil.
 func newLifecycle(name string, e *election.Elector) *lifecycle {
-	return &lifecycle{name: name, elector: e, ready: make(chan struct{})}
+	return &lifecycle{name: name, elector: e}
 }
 
 // run is Component.Run's bookkeeping around body, the adapter's upstream
@@ -75,9 +75,6 @@ func (l *lifecycle) run(ctx context.Context, configured bool, body func(context.
 	return body(ctx)
 }
 
-// markReady reports the component ready; later calls do nothing.
-func (l *lifecycle) markReady() { l.readyOnce.Do(func() { close(l.ready) }) }
-
 // Ready blocks until the component was marked ready or its elector saw
 // another instance hold the lease (a standby counts as ready), and returns
 // nil; or until ctx ended (ctx's error). It does not watch Run: the harness
@@ -89,7 +86,7 @@ func (l *lifecycle) Ready(ctx context.Context) error {
 		standby = l.elector.Standby()
 	}
 	select {
-	case <-l.ready:
+	case <-l.ready.Done():
 		return nil
 	case <-standby:
 		return nil
@@ -237,13 +234,8 @@ func (l *lifecycle) runElected(ctx context.Context, u upstreamRun) error {
 	work := func(wctx context.Context) error {
 		ran = true
 		defer configz.Delete(u.configz)
-		watchCtx, stopWatch := context.WithCancel(wctx)
-		defer stopWatch()
-		go func() {
-			if u.ready(watchCtx) == nil {
-				l.markReady()
-			}
-		}()
+		stopProbe := l.ready.MarkWhen(wctx, u.ready)
+		defer stopProbe()
 		return l.upstreamResult(wctx, u, u.run(wctx))
 	}
 	le := u.election

@@ -45,8 +45,8 @@ func TestLifecycleRun(t *testing.T) {
 		boom := errors.New("boom")
 		err := l.run(ctx, true, func(ctx context.Context) error {
 			klog.FromContext(ctx).Info("hello")
-			l.markReady()
-			l.markReady() // idempotent
+			l.ready.Mark()
+			l.ready.Mark() // idempotent
 			assert.NoError(t, l.Ready(ctx), "marked ready")
 			return boom
 		})

@@ -2,7 +2,10 @@ package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,4 +42,19 @@ func GoBuild(ctx context.Context, goCmd, dir, pkg string, flags []string, ldflag
 		return nil, fmt.Errorf("building %s: %w", pkg, err)
 	}
 	return os.ReadFile(bin)
+}
+
+// FileSHA256 is the lower-case hex SHA-256 of the file at path, for a
+// download checked against a digest an index or a pin gives.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -17,7 +17,7 @@ const (
 	// PauseUser is the user the pause program runs as, as upstream's.
 	PauseUser = "65535:65535"
 	// BusyboxRepository is the busybox image's name without its tag, which
-	// [BusyboxName] makes from the Debian package's version.
+	// [BusyboxName] makes from busybox's version.
 	BusyboxRepository = "kubeharness.local/busybox"
 	// CoreDNSName is the CoreDNS image's name (the program is ./coredns),
 	// tagged with the version of github.com/coredns/coredns it is built
@@ -102,17 +102,17 @@ func BusyboxSpec(busybox []byte, applets []string) (Spec, error) {
 		Files:     files,
 		Cmd:       []string{"sh"},
 		Env:       []string{DefaultPath},
-		CreatedBy: "kubeharness images: Debian's busybox-static",
+		CreatedBy: "kubeharness images: busybox",
 	}, nil
 }
 
-// BusyboxName is the busybox image's name for a version of Debian's
-// busybox-static package: [BusyboxRepository] tagged with the version
-// without its epoch (as Debian's .deb file names) and with each character a
-// tag may not hold ('+', '~', ':') as '_':
+// BusyboxName is the busybox image's name for a version of busybox (a
+// release, "1.37.0", or a Debian package's): [BusyboxRepository] tagged
+// with the version without its epoch (as Debian's .deb file names) and
+// with each character a tag may not hold ('+', '~', ':') as '_':
 // "1:1.35.0-4+deb12u1+b1" gives "kubeharness.local/busybox:1.35.0-4_deb12u1_b1".
-func BusyboxName(debianVersion string) (string, error) {
-	v := debianVersion
+func BusyboxName(version string) (string, error) {
+	v := version
 	if i := strings.IndexByte(v, ':'); i >= 0 {
 		v = v[i+1:]
 	}
@@ -125,7 +125,7 @@ func BusyboxName(debianVersion string) (string, error) {
 	}, v)
 	// A tag is [A-Za-z0-9_][A-Za-z0-9_.-]{0,127} (the OCI distribution spec).
 	if v == "" || len(v) > 128 || v[0] == '.' || v[0] == '-' {
-		return "", fmt.Errorf("busybox-static version %q: no image tag can be made of it (got %q)", debianVersion, v)
+		return "", fmt.Errorf("busybox version %q: no image tag can be made of it (got %q)", version, v)
 	}
 	return BusyboxRepository + ":" + v, nil
 }

@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -143,13 +144,13 @@ type Etcd struct {
 	cfg Config
 
 	started atomic.Bool
-	ready   chan struct{} // closed once etcd serves clients
-	mu      sync.Mutex    // guards cfg
+	ready   probe.Readiness // once etcd serves clients
+	mu      sync.Mutex      // guards cfg
 }
 
 // New returns an unstarted etcd component with configuration cfg.
 func New(cfg Config) *Etcd {
-	return &Etcd{cfg: cfg, ready: make(chan struct{})}
+	return &Etcd{cfg: cfg}
 }
 
 var (
@@ -353,7 +354,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 		}
 		logger.V(1).Info("Ready", "clientURL", client.String(), "dataDir", c.DataDir,
 			"storageVersion", storageVersionOf(srv.Server), "clusterVersion", srv.Server.ClusterVersion())
-		close(e.ready)
+		e.ready.Mark()
 	case err := <-srv.Err():
 		return fmt.Errorf("etcd: %w", err)
 	case <-srv.Server.StopNotify():
@@ -375,14 +376,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 // returned), or ctx's error. It does not watch Run: the harness ends
 // Ready's context when Run returned, and it alone decides that Run
 // returned before Ready.
-func (e *Etcd) Ready(ctx context.Context) error {
-	select {
-	case <-e.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (e *Etcd) Ready(ctx context.Context) error { return e.ready.Wait(ctx) }
 
 // Client returns a client of e authenticated with the client certificate
 // certFile and keyFile (components/pki: Files.APIServerEtcdClient), which

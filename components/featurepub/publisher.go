@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
@@ -63,8 +64,6 @@ type Publisher struct {
 	Kubeconfig string
 	// Plan returns the server's feature plan (harness.Status().Plan).
 	Plan func() *scoping.Plan
-	// Logf logs a line; nil logs nothing.
-	Logf func(format string, args ...any)
 	// Concurrency is the number of applies in flight; 0 means 8.
 	Concurrency int
 	// MaxBackoff bounds the retry delay; 0 means 30 s.
@@ -85,7 +84,7 @@ var (
 // (a scheduler demoted after a lost lease) and it with them.
 func (p *Publisher) Renew() harness.Component {
 	return &Publisher{Server: p.Server, FieldManager: p.FieldManager, UserAgent: p.UserAgent, Kubeconfig: p.Kubeconfig,
-		Plan: p.Plan, Logf: p.Logf, Concurrency: p.Concurrency, MaxBackoff: p.MaxBackoff}
+		Plan: p.Plan, Concurrency: p.Concurrency, MaxBackoff: p.MaxBackoff}
 }
 
 // Name returns Name, "feature-publisher".
@@ -111,12 +110,6 @@ func (p *Publisher) userAgent() string {
 	return "kubeharness-feature-publisher"
 }
 
-func (p *Publisher) logf(format string, args ...any) {
-	if p.Logf != nil {
-		p.Logf(format, args...)
-	}
-}
-
 // Published reports whether the publisher finished one full publication.
 func (p *Publisher) Published() bool {
 	p.mu.Lock()
@@ -126,13 +119,13 @@ func (p *Publisher) Published() bool {
 
 // Run publishes once, retrying until it succeeds or ctx ends, then waits
 // for ctx. It always returns nil: feature discovery is never a reason to
-// stop the control plane.
+// stop the control plane. It logs through ctx's logger (klog.FromContext).
 func (p *Publisher) Run(ctx context.Context) error {
-	published := retry(ctx, "feature-publisher", p.MaxBackoff, p.logf, func() error {
+	published := retry(ctx, "publishing the Feature objects", p.MaxBackoff, func() error {
 		start := time.Now()
 		n, removed, err := p.publishOnce(ctx)
 		if err == nil {
-			p.logf("feature-publisher: %d Feature objects applied as %s, %d stale removed, in %s", n, p.fieldManager(), removed, time.Since(start).Round(time.Millisecond))
+			klog.FromContext(ctx).Info("Published the Feature objects", "applied", n, "fieldManager", p.fieldManager(), "staleRemoved", removed, "took", time.Since(start).Round(time.Millisecond))
 		}
 		return err
 	})

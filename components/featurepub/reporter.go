@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/names"
@@ -200,8 +201,6 @@ type Reporter struct {
 	Resync time.Duration
 	// MaxBackoff bounds the retry delay; 0 means 30 s.
 	MaxBackoff time.Duration
-	// Logf logs a line; nil logs nothing.
-	Logf func(format string, args ...any)
 
 	mu   sync.Mutex
 	sent bool
@@ -228,23 +227,18 @@ func (r *Reporter) Sent() bool {
 	return r.sent
 }
 
-func (r *Reporter) logf(format string, args ...any) {
-	if r.Logf != nil {
-		r.Logf(format, args...)
-	}
-}
-
-// Run sends the report until ctx ends; it always returns nil.
+// Run sends the report until ctx ends; it always returns nil. It logs
+// through ctx's logger (klog.FromContext).
 func (r *Reporter) Run(ctx context.Context) error {
 	resync := r.Resync
 	if resync <= 0 {
 		resync = 10 * time.Minute
 	}
 	for {
-		sent := retry(ctx, "feature-reporter", r.MaxBackoff, r.logf, func() error {
+		sent := retry(ctx, "reporting the node's features", r.MaxBackoff, func() error {
 			writes, err := r.sendOnce(ctx)
 			if err == nil && (writes > 0 || !r.Sent()) {
-				r.logf("feature-reporter: node %s reported (%d writes)", r.Node, writes)
+				klog.FromContext(ctx).Info("Reported the node's features", "node", r.Node, "writes", writes)
 			}
 			return err
 		})

@@ -5,12 +5,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 )
 
 // retry calls f until it returns nil, waiting between attempts with
 // exponential backoff from 500 ms up to maxBackoff (30 s if 0, jittered),
-// logging each failure with name; it reports false if ctx ended first.
-func retry(ctx context.Context, name string, maxBackoff time.Duration, logf func(string, ...any), f func() error) bool {
+// logging each failure of action through ctx's logger; it reports false if
+// ctx ended first.
+func retry(ctx context.Context, action string, maxBackoff time.Duration, f func() error) bool {
 	if maxBackoff <= 0 {
 		maxBackoff = 30 * time.Second
 	}
@@ -24,7 +26,7 @@ func retry(ctx context.Context, name string, maxBackoff time.Duration, logf func
 			return false
 		}
 		d := backoff.Step()
-		logf("%s: attempt %d: %v; retrying in %s", name, attempt, err, d.Round(time.Millisecond))
+		klog.FromContext(ctx).Info("Retrying", "action", action, "attempt", attempt, "err", err, "after", d.Round(time.Millisecond))
 		if !sleep(ctx, d) {
 			return false
 		}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/harness"
@@ -55,8 +56,6 @@ type Summarizer struct {
 	// ProfileGrace is how old an unreferenced profile gets before it is
 	// deleted; 0 means 10 minutes.
 	ProfileGrace time.Duration
-	// Logf logs a line; nil logs nothing.
-	Logf func(format string, args ...any)
 
 	mu      sync.Mutex
 	last    map[string]Summary
@@ -82,7 +81,7 @@ func (s *Summarizer) Ready(context.Context) error { return nil }
 // settings.
 func (s *Summarizer) Renew() harness.Component {
 	return &Summarizer{Kubeconfig: s.Kubeconfig, FieldManager: s.FieldManager, UserAgent: s.UserAgent,
-		Interval: s.Interval, ProfileGrace: s.ProfileGrace, Logf: s.Logf}
+		Interval: s.Interval, ProfileGrace: s.ProfileGrace}
 }
 
 // Last returns the summaries of the last recomputation, by the gate's exact
@@ -96,12 +95,6 @@ func (s *Summarizer) Last() map[string]Summary {
 // Applied is the number of Feature applies the summarizer made.
 func (s *Summarizer) Applied() int64 { return s.applied.Load() }
 
-func (s *Summarizer) logf(format string, args ...any) {
-	if s.Logf != nil {
-		s.Logf(format, args...)
-	}
-}
-
 func (s *Summarizer) fieldManager() string {
 	if s.FieldManager != "" {
 		return s.FieldManager
@@ -109,21 +102,23 @@ func (s *Summarizer) fieldManager() string {
 	return "kubeharness/node-summary"
 }
 
-// Run watches and applies until ctx ends; it always returns nil.
+// Run watches and applies until ctx ends; it always returns nil. It logs
+// through ctx's logger (klog.FromContext).
 func (s *Summarizer) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
 	cfg, err := clientConfig(s.Kubeconfig, s.UserAgent, "kubeharness-feature-summarizer")
 	if err != nil {
-		s.logf("feature-summarizer: %v", err)
+		logger.Error(err, "No client; summarizing nothing", "kubeconfig", s.Kubeconfig)
 		<-ctx.Done()
 		return nil
 	}
 	cfg.QPS, cfg.Burst = 100, 200
-	if !retry(ctx, "feature-summarizer", 0, s.logf, func() error { return InstallCRDs(ctx, cfg) }) {
+	if !retry(ctx, "installing the CRDs", 0, func() error { return InstallCRDs(ctx, cfg) }) {
 		return nil
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		s.logf("feature-summarizer: %v", err)
+		logger.Error(err, "No dynamic client; summarizing nothing")
 		<-ctx.Done()
 		return nil
 	}
@@ -166,7 +161,7 @@ func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
 	factory.Start(ctx.Done())
 	for gvr, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			s.logf("feature-summarizer: %s not synced: %v", gvr.Resource, ctx.Err())
+			klog.FromContext(ctx).Info("Not synced; summarizing nothing", "resource", gvr.Resource, "err", ctx.Err())
 			return nil
 		}
 	}
@@ -189,7 +184,7 @@ func (s *Summarizer) watch(ctx context.Context, dyn dynamic.Interface) error {
 		}
 		err := s.round(ctx, dyn, stores[0].List(), reportsOf(stores[1].List()), stores[2].List())
 		if err != nil && ctx.Err() == nil {
-			s.logf("feature-summarizer: %v; trying again", err)
+			klog.FromContext(ctx).Error(err, "Summarizing the features; trying again", "after", 5*time.Second)
 			if !sleep(ctx, 5*time.Second) {
 				return nil
 			}

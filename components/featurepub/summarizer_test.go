@@ -18,6 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/internal/logtest"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -100,12 +101,12 @@ func TestSummarizerAppliesWhatChanged(t *testing.T) {
 // TestSummarizerWithoutKubeconfig: a kubeconfig it cannot read is logged,
 // never an error; it waits for its context.
 func TestSummarizerWithoutKubeconfig(t *testing.T) {
-	var logged []string
-	s := &Summarizer{Kubeconfig: "/nonexistent/admin.kubeconfig", Logf: func(f string, a ...any) { logged = append(logged, f) }}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, lines := logtest.Capture(context.Background())
+	s := &Summarizer{Kubeconfig: "/nonexistent/admin.kubeconfig"}
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	assert.NoError(t, s.Run(ctx))
-	assert.NotEmpty(t, logged)
+	assert.NotEmpty(t, lines(`"kubeconfig"="/nonexistent/admin.kubeconfig"`), "logged through the context's logger")
 }
 
 // TestTypedTransform: the summarizer's informers keep each object typed,

@@ -15,11 +15,12 @@ const (
 	ControllerManager = "kube-controller-manager"
 	// Etcd is the embedded etcd's (etcd.Etcd).
 	Etcd = "etcd"
-	// Kubelet is the kubelet adapter's (components.Kubelet).
+	// Kubelet is the kubelet adapter's (kubelet.Kubelet, in node/kubelet).
 	Kubelet = "kubelet"
-	// KubeProxy is the kube-proxy adapter's (node.KubeProxy).
+	// KubeProxy is the kube-proxy adapter's (proxy.KubeProxy, in node/proxy).
 	KubeProxy = "kube-proxy"
-	// Containerd is the node's container runtime child's (node.Runtime).
+	// Containerd is the node's container runtime child's (runtime.Runtime,
+	// in node/runtime).
 	Containerd = "containerd"
 	// Flannel is the node's pod network's (flannel.Flannel).
 	Flannel = "flannel"

@@ -34,7 +34,8 @@ type Settings struct {
 	Taints []string
 	// ServingBootstrap makes the kubelet request its serving certificate
 	// from the apiserver (--rotate-server-certificates: signer
-	// kubernetes.io/kubelet-serving, approved by a ServingApprover) instead
+	// kubernetes.io/kubelet-serving, approved by an
+	// approvers.ServingApprover) instead
 	// of reading the one Files.EnsureNode wrote.
 	ServingBootstrap bool
 	// AllowCgroupV1 sets failCgroupV1: false (v1.35+ refuses a cgroup v1

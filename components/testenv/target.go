@@ -19,3 +19,13 @@ func PrivateTarget() (scoping.Target, error) {
 	}
 	return scoping.Target{Gate: gate, Registry: reg, NewEffectiveVersion: apiservercompat.DefaultBuildEffectiveVersion}, nil
 }
+
+// MustPrivateTarget is PrivateTarget for tests, panicking on its error
+// (which only a broken build gives).
+func MustPrivateTarget() scoping.Target {
+	target, err := PrivateTarget()
+	if err != nil {
+		panic(err)
+	}
+	return target
+}

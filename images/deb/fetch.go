@@ -7,11 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/kubeharness/kubeharness/images"
 )
 
 // Package is one downloaded .deb.
@@ -56,7 +57,7 @@ func Fetch(ctx context.Context, cacheDir string, pkgs ...string) ([]Package, err
 			}
 		}
 		p.File = filepath.Join(cacheDir, debFileName(p.Name, p.Version, p.Arch))
-		if sum, serr := fileSHA256(p.File); serr != nil || sum != p.SHA256 {
+		if sum, serr := images.FileSHA256(p.File); serr != nil || sum != p.SHA256 {
 			if derr := download(ctx, cacheDir, p); derr != nil {
 				return nil, fmt.Errorf("package %s=%s: %w", p.Name, p.Version, derr)
 			}
@@ -160,7 +161,7 @@ func download(ctx context.Context, cacheDir string, p Package) error {
 	if len(debs) != 1 {
 		return fmt.Errorf("apt-get download wrote %d .deb files (%v), want 1", len(debs), debs)
 	}
-	sum, err := fileSHA256(debs[0])
+	sum, err := images.FileSHA256(debs[0])
 	if err != nil {
 		return err
 	}
@@ -323,18 +324,4 @@ func debFileName(name, version, arch string) string {
 		v.WriteByte(c)
 	}
 	return name + "_" + v.String() + "_" + arch + ".deb"
-}
-
-// fileSHA256 is the lower-case hex SHA-256 of the file at path.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubeharness/kubeharness/images"
 )
 
 func readFixture(t *testing.T, name string) []byte {
@@ -150,7 +152,7 @@ func TestFetch(t *testing.T) {
 	root := t.TempDir()
 	stage(t, root, map[string]string{"/usr/bin/kh-fetch": "fetched\n"}, nil)
 	deb := buildDeb(t, root, "kh-fetch", "1:1.0-1", "gzip")
-	sum, err := fileSHA256(deb.File)
+	sum, err := images.FileSHA256(deb.File)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func TestFetch(t *testing.T) {
 		if len(got) != 1 || got[0] != want {
 			t.Fatalf("Fetch(%s) = %+v, want [%+v]", spec, got, want)
 		}
-		if s, err := fileSHA256(want.File); err != nil || s != sum {
+		if s, err := images.FileSHA256(want.File); err != nil || s != sum {
 			t.Fatalf("%s: SHA256 %s, %v; want %s", want.File, s, err, sum)
 		}
 	}

@@ -1,6 +1,3 @@
-// Package flags adds upstream's named flag sets to a component's scope
-// the way every adapter does (AddSets), and refuses flags an adapter keeps
-// by name but cannot honour (Refuse).
 package flags
 
 import (

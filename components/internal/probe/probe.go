@@ -1,6 +1,3 @@
-// Package probe asks a component's own secure server (the scheduler's or
-// the controller-manager's) over TLS pinned to the certificate the server
-// is configured to present: a Probe.
 package probe
 
 import (
@@ -11,50 +8,69 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	certutil "k8s.io/client-go/util/cert"
 )
 
-// Probe GETs a path of a component's own secure server (the
-// scheduler's or the controller-manager's) over TLS. It trusts exactly the
-// certificate the server is configured to present, read from the
-// in-process serving configuration and pinned byte for byte, so it needs no
-// CA and works with self-signed (in-memory) serving certificates. The paths
-// it asks for (/healthz) are upstream's always-allowed paths, so it needs no
-// credentials either.
+// Probe GETs paths of a component's own server. The paths it asks for
+// (/healthz, /readyz) are upstream's always-allowed paths, so it needs no
+// credentials.
 type Probe struct {
-	serving *genericapiserver.SecureServingInfo
-	client  *http.Client
+	base   func() string // scheme://host:port
+	client *http.Client
 }
 
-// New returns a probe of the server serving describes.
+// New returns a probe of the secure server serving describes (the
+// scheduler's or the controller-manager's). It trusts exactly the
+// certificate the server is configured to present, read from the
+// in-process serving configuration and pinned byte for byte, so it needs
+// no CA and works with self-signed (in-memory) serving certificates.
 func New(serving *genericapiserver.SecureServingInfo) *Probe {
-	p := &Probe{serving: serving}
-	p.client = &http.Client{
-		Timeout: 5 * time.Second,
-		Transport: &http.Transport{
-			// No idle connections outlive a probe: nothing to leak.
-			DisableKeepAlives: true,
-			TLSClientConfig: &tls.Config{
-				MinVersion: tls.VersionTLS12,
-				// Verification is the pin below, not a CA chain.
-				InsecureSkipVerify:    true, //nolint:gosec // pinned in VerifyPeerCertificate
-				VerifyPeerCertificate: p.verifyPinned,
-			},
-		},
+	pin := func(raw [][]byte, _ [][]*x509.Certificate) error { return verifyPinned(serving, raw) }
+	return &Probe{
+		base: func() string { return "https://" + serving.Listener.Addr().String() },
+		client: newClient(&tls.Config{
+			MinVersion: tls.VersionTLS12,
+			// Verification is the pin, not a CA chain.
+			InsecureSkipVerify:    true, //nolint:gosec // pinned in VerifyPeerCertificate
+			VerifyPeerCertificate: pin,
+		}),
 	}
-	return p
 }
 
-func (p *Probe) verifyPinned(raw [][]byte, _ [][]*x509.Certificate) error {
+// NewHTTP returns a probe of the plain HTTP server at addr (the kubelet's
+// or kube-proxy's /healthz); an unspecified host is asked on loopback.
+func NewHTTP(addr string) *Probe {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = "127.0.0.1"
+			if ip != nil && ip.To4() == nil {
+				host = "::1"
+			}
+		}
+		addr = net.JoinHostPort(host, port)
+	}
+	return &Probe{base: func() string { return "http://" + addr }, client: newClient(nil)}
+}
+
+func newClient(tlsConfig *tls.Config) *http.Client {
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		// No idle connections outlive a probe: nothing to leak.
+		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConfig},
+	}
+}
+
+func verifyPinned(serving *genericapiserver.SecureServingInfo, raw [][]byte) error {
 	if len(raw) == 0 {
 		return errors.New("no server certificate")
 	}
-	certPEM, _ := p.serving.Cert.CurrentCertKeyContent()
+	certPEM, _ := serving.Cert.CurrentCertKeyContent()
 	certs, err := certutil.ParseCertsPEM(certPEM)
 	if err != nil {
 		return fmt.Errorf("reading the configured serving certificate: %w", err)
@@ -67,7 +83,7 @@ func (p *Probe) verifyPinned(raw [][]byte, _ [][]*x509.Certificate) error {
 	return errors.New("the server presented a certificate other than the one this component is configured to serve")
 }
 
-// Get returns nil when path answers 200 "ok".
+// Get returns nil when path answers 200.
 func (p *Probe) Get(ctx context.Context, path string) error {
 	status, body, err := p.Fetch(ctx, path, 4096)
 	if err != nil {
@@ -81,7 +97,7 @@ func (p *Probe) Get(ctx context.Context, path string) error {
 
 // Fetch GETs path and returns the status and up to limit bytes of the body.
 func (p *Probe) Fetch(ctx context.Context, path string, limit int64) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+p.serving.Listener.Addr().String()+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -94,21 +110,13 @@ func (p *Probe) Fetch(ctx context.Context, path string, limit int64) (int, []byt
 	return resp.StatusCode, body, err
 }
 
-// WaitOK polls path every 100 ms until it answers 200 or ctx ends.
+// WaitOK polls path every 100 ms until it answers 200 (nil) or ctx ends.
 func (p *Probe) WaitOK(ctx context.Context, path string) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = p.Get(ctx, path)
-		return last == nil, nil
-	})
-	if err != nil && last != nil {
-		return fmt.Errorf("%w (last probe: %v)", err, last)
-	}
-	return err
+	return Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error { return p.Get(ctx, path) })
 }
 
-// WaitHealthz waits until the component's own /healthz answers ok (see
-// Probe); with no secure serving (--secure-port=0) at once.
+// WaitHealthz waits until the component's own /healthz answers 200 (see
+// New); with no secure serving (--secure-port=0) at once.
 func WaitHealthz(ctx context.Context, serving *genericapiserver.SecureServingInfo) error {
 	if serving == nil {
 		return nil

@@ -39,9 +39,7 @@ func RemoveAll(ctx context.Context, client runtimeapi.RuntimeServiceClient, logg
 	)
 	for i, sb := range resp.Items {
 		name := sb.GetMetadata().GetNamespace() + "/" + sb.GetMetadata().GetName()
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if !acquire(ctx, slots) {
 			errs[i] = fmt.Errorf("pod sandbox %s not stopped: %w", name, context.Cause(ctx))
 			continue
 		}
@@ -61,4 +59,19 @@ func RemoveAll(ctx context.Context, client runtimeapi.RuntimeServiceClient, logg
 	}
 	wg.Wait()
 	return int(removed.Load()), errors.Join(errs...)
+}
+
+// acquire takes a slot unless ctx has ended: a slot freed at ctx's end
+// (select picks at random among ready cases) is given back.
+func acquire(ctx context.Context, slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		if ctx.Err() != nil {
+			<-slots
+			return false
+		}
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/node/proctree"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
@@ -652,7 +653,7 @@ func exitedEarly(procs []*exec.Cmd) error {
 		if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
 			return fmt.Errorf("%s is gone: %w", cmd.Path, err)
 		}
-		if state := procState(cmd.Process.Pid); state == "Z" {
+		if f := proctree.Stat(cmd.Process.Pid); len(f) > 0 && f[0] == "Z" {
 			return fmt.Errorf("%s exited early", cmd.Path)
 		}
 	}
@@ -793,7 +794,7 @@ func procCPU(procs []*exec.Cmd) map[string]time.Duration {
 		if strings.HasPrefix(name, "k3s-like") {
 			name = "k3s-like"
 		}
-		m[name] += statCPU(statFields(cmd.Process.Pid))
+		m[name] += statCPU(proctree.Stat(cmd.Process.Pid))
 	}
 	return m
 }
@@ -807,7 +808,7 @@ func sum(m map[string]time.Duration) time.Duration {
 	return d
 }
 
-// statCPU is utime+stime from a /proc/PID/stat's fields (statFields).
+// statCPU is utime+stime from a /proc/PID/stat's fields (proctree.Stat).
 func statCPU(f []string) time.Duration {
 	if len(f) <= 12 {
 		return 0
@@ -818,7 +819,7 @@ func statCPU(f []string) time.Duration {
 }
 
 // selfCPU is the driver's own user+system time.
-func selfCPU() time.Duration { return statCPU(statFields(os.Getpid())) }
+func selfCPU() time.Duration { return statCPU(proctree.Stat(os.Getpid())) }
 
 // machineBusy is the CPU time the whole machine spent busy since boot
 // (/proc/stat: user, nice, system, irq, softirq, steal).
@@ -838,22 +839,6 @@ func machineBusy() time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ
-}
-
-// statFields are /proc/PID/stat's fields after "(comm)": state is [0].
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-}
-
-func procState(pid int) string {
-	if f := statFields(pid); len(f) > 0 {
-		return f[0]
-	}
-	return ""
 }
 
 func killAll(procs []*exec.Cmd) {

@@ -51,6 +51,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/node/proctree"
+	noderuntime "github.com/kubeharness/kubeharness/components/node/runtime"
 	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
@@ -1032,12 +1034,12 @@ func podSummary(c kubernetes.Interface) string {
 // figures reads every measured process's RSS and CPU, and the shims'.
 func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures) {
 	cmds, names := st.procs.list()
-	table := readProcTable()
+	table, _ := proctree.Read()
 	if st.kind == "A" {
-		// A's containerd is the server's child (node.Runtime), not a
+		// A's containerd is the server's child (runtime.Runtime), not a
 		// goroutine: measured on its own, as B's.
 		for pid, p := range table {
-			if p.ppid == cmds[0].Process.Pid && strings.Contains(p.cmdline, " containerd --config ") {
+			if p.PPID == cmds[0].Process.Pid && strings.Contains(p.Cmdline, " containerd --config ") {
 				st.containerdPID = pid
 				cmds = append(cmds, pidCmd(pid))
 				names = append(names, "containerd")
@@ -1051,9 +1053,9 @@ func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures) {
 		out = append(out, procFigures{name: names[i], rss: rss, anon: anon, pss: pss(cmd.Process.Pid), cpu: sum(procCPU(one)), reaped: reapedCPU(cmd.Process.Pid)})
 	}
 	var s shimFigures
-	shims := shimPIDs(table, b.socket)
+	shims := table.Shims(b.socket)
 	s.shims = len(shims)
-	for _, pid := range descendants(table, shims) {
+	for _, pid := range table.Descendants(shims...) {
 		one := []*exec.Cmd{pidCmd(pid)}
 		rss, anon := rss(one)
 		s.procs++
@@ -1090,78 +1092,11 @@ func pss(pid int) int64 {
 // reapedCPU is cutime+cstime: the CPU of pid's children that exited and
 // were waited for.
 func reapedCPU(pid int) time.Duration {
-	f := statFields(pid)
+	f := proctree.Stat(pid)
 	if len(f) <= 14 {
 		return 0
 	}
 	return statCPU(f[2:]) // fields 13 and 14 where statCPU reads 11 and 12
-}
-
-// procInfo is one process of /proc.
-type procInfo struct {
-	ppid    int
-	cmdline string // the arguments joined by spaces
-}
-
-// readProcTable reads every process's parent and command line.
-func readProcTable() map[int]procInfo {
-	t := map[int]procInfo{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f := statFields(pid)
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		t[pid] = procInfo{ppid: ppid, cmdline: string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))}
-	}
-	return t
-}
-
-// shimPIDs are the shims of the containerd on socket: their command line
-// has "-address SOCKET" (components/node's killLeftovers matches the same).
-func shimPIDs(t map[int]procInfo, socket string) []int {
-	var out []int
-	for pid, p := range t {
-		if strings.Contains(p.cmdline, "-address "+socket+" ") {
-			out = append(out, pid)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
-// descendants are roots and every process under them, each once, sorted.
-func descendants(t map[int]procInfo, roots []int) []int {
-	children := map[int][]int{}
-	for pid, p := range t {
-		children[p.ppid] = append(children[p.ppid], pid)
-	}
-	seen := map[int]bool{}
-	var walk func(int)
-	walk = func(pid int) {
-		if seen[pid] {
-			return
-		}
-		seen[pid] = true
-		for _, c := range children[pid] {
-			walk(c)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
-	}
-	out := make([]int, 0, len(seen))
-	for pid := range seen {
-		out = append(out, pid)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // The stop of B's containerd, as A's runtime component stops its child
@@ -1296,29 +1231,9 @@ func firstLine(err error) string {
 // killRuntime kills, with SIGKILL, what the run's containerd left: its
 // shims with their descendants (the containers) and any process run from
 // the node's bin directory (a CNI plugin), as A's runtime component does
-// after its child exited; it returns how many.
+// after its child exited (runtime.KillLeftovers); it returns how many.
 func (b *nodeBench) killRuntime() int {
-	table := readProcTable()
-	var roots []int
-	for pid, p := range table {
-		if strings.HasPrefix(p.cmdline, filepath.Join(b.data, "agent", "bin")+"/") {
-			roots = append(roots, pid)
-		}
-	}
-	kill := descendants(table, append(roots, shimPIDs(table, b.socket)...))
-	for _, pid := range kill {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range kill {
-		for time.Now().Before(deadline) {
-			if f := statFields(pid); len(f) == 0 || f[0] == "Z" || f[0] == "X" {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	return len(kill)
+	return noderuntime.KillLeftovers(0, b.socket, filepath.Join(b.data, "agent", "bin"), 5*time.Second).Total()
 }
 
 // removeRunTraces removes what a run leaves on the host outside its
@@ -1371,13 +1286,9 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) error {
 // as the leader of its own) and returns how many of it were alive.
 func killGroupOf(pgid int) int {
 	n := 0
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f := statFields(pid); len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+	table, _ := proctree.Read()
+	for _, pid := range table.Group(pgid) {
+		if table[pid].State != "Z" {
 			n++
 		}
 	}
@@ -1650,7 +1561,7 @@ func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResul
 	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B)\n\n")
 	fmt.Fprintf(sb, "- commit: %s\n", built)
 	nice := "unknown"
-	if f := statFields(os.Getpid()); len(f) > 16 {
+	if f := proctree.Stat(os.Getpid()); len(f) > 16 {
 		nice = f[16]
 	}
 	fmt.Fprintf(sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s; the driver, and everything it ran, at nice %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nice)

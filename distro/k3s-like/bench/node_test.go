@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,39 +75,6 @@ func TestNodeArgs(t *testing.T) {
 	redacted := dryRunJSON(t, withNode(append([]string{"--token=<redacted>"}, kubelet...), proxy))
 	if _, _, err := nodeArgs(redacted, dryRunJSON(t, cp)); err == nil || !strings.Contains(err.Error(), "redacted") {
 		t.Errorf("a redacted argument: %v", err)
-	}
-}
-
-// TestShimsAndDescendants: the shims of one socket, and everything under
-// them, once each.
-func TestShimsAndDescendants(t *testing.T) {
-	sock := "/run/k3s-like/abc/containerd.sock"
-	table := map[int]procInfo{
-		1:   {0, "/sbin/init"},
-		10:  {1, "/bin/k3s-like server"},
-		11:  {10, "/bin/k3s-like containerd --config c"},
-		20:  {1, "/bin/k3s-like -namespace k8s.io -id a -address " + sock + " -publish-binary x"},
-		21:  {20, "/pause"},
-		22:  {20, "/pause"},
-		23:  {21, "/child"},
-		30:  {1, "/bin/k3s-like -namespace k8s.io -id b -address " + sock + "2 -publish-binary x"}, // another node's
-		31:  {30, "/pause"},
-		40:  {1, "/bin/k3s-like -namespace k8s.io -id c -address " + sock + " -publish-binary x"},
-		400: {40, "/pause"},
-	}
-	shims := shimPIDs(table, sock)
-	if fmt.Sprint(shims) != "[20 40]" {
-		t.Errorf("shims %v, want [20 40]", shims)
-	}
-	got := descendants(table, append(shims, 20))
-	want := []int{20, 21, 22, 23, 40, 400}
-	if len(got) != len(want) {
-		t.Fatalf("descendants %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("descendants %v, want %v", got, want)
-		}
 	}
 }
 

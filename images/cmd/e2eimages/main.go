@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kubeharness/kubeharness/images/busybox"
 )
 
 func main() {
@@ -30,7 +32,9 @@ func main() {
 // options are e2eimages' flags.
 type options struct {
 	list, out, module, debs, goCmd string
-	goFlags                        []string
+	// busybox is the directory busybox is built and kept in.
+	busybox string
+	goFlags []string
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags.StringVar(&o.module, "module", "", "the Go module directory whose build list has the minor's k8s.io/kubernetes, k8s.io/sample-apiserver and etcd (required: conformance/)")
 	flags.StringVar(&goFlags, "go-flags", "", "more go build flags for that module, space-separated (such as -modfile=go.k8s-1.36.mod -tags=k8s1_36)")
 	flags.StringVar(&o.debs, "debs", "", "directory the Debian packages are downloaded to and kept in (required)")
+	flags.StringVar(&o.busybox, "busybox-cache", "", "directory busybox's source and build are kept in (default: $KUBEHARNESS_CACHE/busybox, KUBEHARNESS_CACHE defaulting to ~/.cache/kubeharness)")
 	flags.StringVar(&o.goCmd, "go", "go", "the go command")
 	serveAddr := flags.String("serve", "", "instead of building, serve the images of -out's archives as a registry on this loopback address (host:port) until stopped: the node's mirror")
 	blobs := flags.String("blobs", "", "with -serve: the directory the registry keeps blobs in (required)")
@@ -63,6 +68,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("-list, -out, -module and -debs are required")
 	}
 	o.goFlags = strings.Fields(goFlags)
+	if o.busybox == "" {
+		var err error
+		if o.busybox, err = busybox.CacheDir(); err != nil {
+			return err
+		}
+	}
 	names, err := readList(o.list)
 	if err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kubeharness/kubeharness/images/busybox"
 )
 
 // A plan is one archive: the names it carries and how it is made, or,
@@ -40,8 +42,8 @@ var recipes = map[string]struct {
 	note string
 }{
 	"registry.k8s.io/pause":            {pauseImage, "the project's pause program (images/pause)"},
-	e2eRepo + "agnhost":                {agnhostImage, "agnhost from the minor's own source at the tag's version; userland from Debian (busybox-static's applets, bash as /bin/sh, curl, netcat-openbsd, bind9-dnsutils, getent, bash, socat) instead of Alpine"},
-	e2eRepo + "busybox":                {busyboxImage, "Debian's busybox-static (1.35) instead of busybox 1.37, and Debian's bash as /bin/sh (busybox 1.35's ash drops environment variables such as data-1, which 1.37's keeps)"},
+	e2eRepo + "agnhost":                {agnhostImage, "agnhost from the minor's own source at the tag's version; userland: busybox " + busybox.Version + " (ash as /bin/sh, as Alpine's) and Debian's curl, netcat-openbsd, bind9-dnsutils, getent, bash, socat instead of Alpine's"},
+	e2eRepo + "busybox":                {busyboxImage, "busybox " + busybox.Version + " from upstream's source (Debian's orig tarball), configured as upstream's image; static, where upstream's glibc variant is dynamic"},
 	e2eRepo + "nginx":                  {nginxImage, "Debian's nginx (1.22) instead of nginx on Alpine; no conformance test sends it a request"},
 	e2eRepo + "glibc-dns-testing":      {dnsTestingImage, "Debian bookworm's dash, coreutils, bash, dig and getent, as upstream's (debian:bookworm-slim + dnsutils), without /coredns (no conformance test runs it)"},
 	e2eRepo + "kitten":                 {webImage("kitten"), "agnhost (above) with upstream's kitten.jpg and data.json, run as test-webserver; stand-in: /etc/os-release of our own says \"Alpine Linux\", which the ImageVolume test looks for"},

@@ -11,11 +11,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/kubeharness/kubeharness/images"
+	"github.com/kubeharness/kubeharness/images/busybox"
 	"github.com/kubeharness/kubeharness/images/deb"
 )
 
@@ -65,6 +65,9 @@ type builder struct {
 	agnhost string
 	// trees are the unpacked Debian packages, by the packages asked for.
 	trees map[string]debTree
+	// bbProgram and bbApplets are busybox, once built.
+	bbProgram []byte
+	bbApplets []string
 }
 
 // debTree is some packages, unpacked, and their versions.
@@ -198,38 +201,6 @@ func merge(lists ...[]images.File) []images.File {
 	return out
 }
 
-// busyboxApplets runs the busybox binary data with --list.
-func busyboxApplets(ctx context.Context, data []byte) ([]string, error) {
-	dir, err := os.MkdirTemp("", "e2eimages-busybox-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "busybox")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		return nil, err
-	}
-	out, err := exec.CommandContext(ctx, bin, "--list").Output()
-	if err != nil {
-		return nil, fmt.Errorf("busybox --list: %w", err)
-	}
-	applets := strings.Fields(string(out))
-	if len(applets) == 0 {
-		return nil, fmt.Errorf("busybox --list printed no applets")
-	}
-	return applets, nil
-}
-
-// fileData is the Data of the entry at p in files.
-func fileData(files []images.File, p string) ([]byte, bool) {
-	for _, f := range files {
-		if f.Path == p && f.Mode.IsRegular() {
-			return f.Data, true
-		}
-	}
-	return nil, false
-}
-
 func pauseImage(ctx context.Context, b *builder, _, _ string) (images.Spec, error) {
 	p, err := b.program(ctx, pausePackage)
 	if err != nil {
@@ -238,67 +209,69 @@ func pauseImage(ctx context.Context, b *builder, _, _ string) (images.Spec, erro
 	return images.PauseSpec(p), nil
 }
 
-// busyboxImage is images.BusyboxSpec of Debian's busybox-static, with
-// Debian's bash as /bin/sh: busybox 1.35's ash drops the environment
-// variables whose names are not shell names ("data-1", which the
-// ConfigMap and Secret envFrom specs look for in `sh -c env`), as
-// upstream's busybox 1.37 does not; bash keeps them.
+// busyboxImage is upstream's busybox image (Docker's busybox:1.37.0):
+// busybox built as that image's is (images/busybox), its ash as /bin/sh,
+// an applet per /bin name, and /usr/bin/env.
 func busyboxImage(ctx context.Context, b *builder, _, _ string) (images.Spec, error) {
-	files, versions, err := b.debian(ctx, []string{"busybox-static", "bash"}, "/bin/busybox", "/bin/bash")
+	bin, applets, err := b.busybox(ctx)
 	if err != nil {
 		return images.Spec{}, err
 	}
-	data, ok := fileData(files, "/bin/busybox")
-	if !ok {
-		return images.Spec{}, fmt.Errorf("busybox-static has no /bin/busybox file")
-	}
-	applets, err := busyboxApplets(ctx, data)
+	spec, err := images.BusyboxSpec(bin, applets)
 	if err != nil {
 		return images.Spec{}, err
 	}
-	applets = slices.DeleteFunc(applets, func(a string) bool { return a == "sh" || a == "bash" })
-	spec, err := images.BusyboxSpec(data, applets)
-	if err != nil {
-		return images.Spec{}, err
-	}
-	spec.Files = merge([]images.File{{Path: "/bin/sh", Mode: fs.ModeSymlink | 0o777, Target: "bash"}}, spec.Files, files)
-	spec.CreatedBy = "kubeharness e2eimages: Debian's busybox-static, bash as /bin/sh (" + strings.Join(versions, " ") + ")"
+	spec.Files = append(spec.Files, images.File{Path: "/usr/bin/env", Mode: fs.ModeSymlink | 0o777, Target: "../../bin/env"})
+	spec.CreatedBy = "kubeharness e2eimages: busybox " + busybox.Version + ", upstream's source built as upstream's image's (static)"
 	return spec, nil
 }
 
-// agnhostUserland is the Debian part of agnhost: busybox-static's applets
-// as /bin/APPLET except where a Debian program below has the name, curl,
-// netcat-openbsd as nc, dig, nslookup, getent, bash (as /bin/sh too), socat.
+// busybox is the busybox program of the images (images/busybox) and its
+// applets, built once.
+func (b *builder) busybox(ctx context.Context) ([]byte, []string, error) {
+	if b.bbProgram == nil {
+		p, err := busybox.Build(ctx, b.opts.busybox)
+		if err != nil {
+			return nil, nil, err
+		}
+		applets, err := busybox.Applets(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		b.bbProgram, b.bbApplets = p, applets
+	}
+	return b.bbProgram, b.bbApplets, nil
+}
+
+// agnhostUserland is the userland of agnhost, as Alpine's in upstream's:
+// busybox (images/busybox) with its ash as /bin/sh and its applets as
+// /bin/APPLET except where a Debian program below has the name, and from
+// Debian curl, netcat-openbsd as nc, dig, nslookup, getent, bash, socat.
+// busybox's ash looks commands up in PATH (it is not a standalone shell),
+// so `sh -c 'nc -v …'` runs netcat-openbsd as on Alpine.
 func agnhostUserland(ctx context.Context, b *builder) ([]images.File, []string, error) {
-	programs := []string{"/bin/busybox", "/usr/bin/curl", "/bin/nc.openbsd", "/usr/bin/dig", "/usr/bin/nslookup", "/usr/bin/getent", "/bin/bash", "/usr/bin/socat"}
-	files, versions, err := b.debian(ctx, []string{"busybox-static", "curl", "netcat-openbsd", "bind9-dnsutils", "libc-bin", "bash", "socat"}, programs...)
+	programs := []string{"/usr/bin/curl", "/bin/nc.openbsd", "/usr/bin/dig", "/usr/bin/nslookup", "/usr/bin/getent", "/bin/bash", "/usr/bin/socat"}
+	files, versions, err := b.debian(ctx, []string{"curl", "netcat-openbsd", "bind9-dnsutils", "libc-bin", "bash", "socat"}, programs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	data, ok := fileData(files, "/bin/busybox")
-	if !ok {
-		return nil, nil, fmt.Errorf("busybox-static has no /bin/busybox file")
-	}
-	applets, err := busyboxApplets(ctx, data)
+	bin, applets, err := b.busybox(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Debian's busybox-static runs its own applets before PATH's programs
-	// (a standalone shell): as /bin/sh it would run its nc, not netcat's.
-	// bash is /bin/sh, as ash is upstream's (and has its [[ ]] and $RANDOM).
-	taken := map[string]bool{"nc": true, "busybox": true, "sh": true}
+	taken := map[string]bool{"nc": true, "busybox": true}
 	for _, p := range programs {
 		taken[path.Base(p)] = true
 	}
 	files = append(files,
-		images.File{Path: "/bin/nc", Mode: fs.ModeSymlink | 0o777, Target: "nc.openbsd"},
-		images.File{Path: "/bin/sh", Mode: fs.ModeSymlink | 0o777, Target: "bash"})
+		images.File{Path: "/bin/busybox", Mode: 0o755, Data: bin},
+		images.File{Path: "/bin/nc", Mode: fs.ModeSymlink | 0o777, Target: "nc.openbsd"})
 	for _, a := range applets {
 		if !taken[a] && !strings.ContainsAny(a, "/\x00") {
 			files = append(files, images.File{Path: "/bin/" + a, Mode: fs.ModeSymlink | 0o777, Target: "busybox"})
 		}
 	}
-	return files, versions, nil
+	return files, append([]string{"busybox=" + busybox.Version}, versions...), nil
 }
 
 // agnhostFiles are agnhost's image files (upstream's Dockerfile): the
@@ -352,7 +325,7 @@ func agnhostImage(ctx context.Context, b *builder, variant, tag string) (images.
 	return images.Spec{
 		Files: files, Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
 		Env: []string{debianPathEnvLine}, WorkingDir: "/",
-		CreatedBy: "kubeharness e2eimages: agnhost " + tag + " from " + kubernetesModule + "; Debian " + strings.Join(versions, " "),
+		CreatedBy: "kubeharness e2eimages: agnhost " + tag + " from " + kubernetesModule + "; " + strings.Join(versions, " "),
 	}, nil
 }
 
@@ -383,7 +356,7 @@ func webImage(which string) recipe {
 		return images.Spec{
 			Files: merge(own, files), Entrypoint: []string{"/agnhost"}, Cmd: []string{"test-webserver"},
 			Env: []string{debianPathEnvLine}, WorkingDir: "/",
-			CreatedBy: "kubeharness e2eimages: " + which + " " + tag + " (agnhost with upstream's " + which + " files); Debian " + strings.Join(versions, " "),
+			CreatedBy: "kubeharness e2eimages: " + which + " " + tag + " (agnhost with upstream's " + which + " files); " + strings.Join(versions, " "),
 		}, nil
 	}
 }

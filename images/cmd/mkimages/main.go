@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kubeharness/kubeharness/images"
+	"github.com/kubeharness/kubeharness/images/busybox"
 )
 
 // The import paths of the programs mkimages builds.
@@ -28,8 +28,8 @@ const (
 	netbenchPkg    = "github.com/kubeharness/kubeharness/images/netbench"
 )
 
-// installHint ends every error about the busybox binary.
-const installHint = "install Debian's busybox-static (apt-get install busybox-static)"
+// busyboxHint ends every error about a -busybox binary.
+const busyboxHint = "give a static busybox (Debian's busybox-static has one), or none to build busybox " + busybox.Version
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,8 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("mkimages", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	out := flags.String("out", "", "directory to write pause.tar, busybox.tar, coredns.tar and netbench.tar into (required; made if missing)")
-	busybox := flags.String("busybox", "/bin/busybox", "the static busybox binary (Debian's busybox-static)")
-	version := flags.String("busybox-version", "", "busybox's version, for the image's tag (default: dpkg-query's version of busybox-static)")
+	bbPath := flags.String("busybox", "", "a static busybox binary to use instead of building busybox "+busybox.Version+" (images/busybox), such as Debian's busybox-static's /bin/busybox")
+	version := flags.String("busybox-version", "", "busybox's version, for the image's tag (default: "+busybox.Version+", or with -busybox dpkg-query's version of busybox-static)")
+	bbCache := flags.String("busybox-cache", "", "directory busybox's source and build are kept in (default: $KUBEHARNESS_CACHE/busybox, KUBEHARNESS_CACHE defaulting to ~/.cache/kubeharness)")
 	goCmd := flags.String("go", "go", "the go command that builds the pause, coredns and netbench programs")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -59,12 +60,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", flags.Args())
 	}
 
-	// busybox first: its checks are quick and fail before the build.
-	bbSpec, err := busyboxSpec(ctx, *busybox)
+	// busybox first: a given binary's checks are quick and fail before the
+	// builds.
+	bbSpec, err := busyboxSpec(ctx, *bbPath, *bbCache)
 	if err != nil {
 		return err
 	}
-	if *version == "" {
+	switch {
+	case *version != "":
+	case *bbPath == "":
+		*version = busybox.Version
+	default:
 		if *version, err = debianVersion(ctx, "busybox-static"); err != nil {
 			return err
 		}
@@ -102,34 +108,41 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// busyboxSpec reads the busybox binary at path, checks it is static and
-// asks it for its applets.
-func busyboxSpec(ctx context.Context, path string) (images.Spec, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return images.Spec{}, fmt.Errorf("busybox %s: missing; %s", path, installHint)
-	}
-	if err := images.CheckStatic(path); err != nil {
-		return images.Spec{}, fmt.Errorf("busybox: %w; %s", err, installHint)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return images.Spec{}, fmt.Errorf("busybox: %w", err)
-	}
-	list, err := exec.CommandContext(ctx, path, "--list").Output()
-	if err != nil {
-		return images.Spec{}, fmt.Errorf("busybox: %s --list: %w", path, err)
-	}
-	var applets []string
-	sc := bufio.NewScanner(bytes.NewReader(list))
-	for sc.Scan() {
-		if a := strings.TrimSpace(sc.Text()); a != "" {
-			applets = append(applets, a)
+// busyboxSpec is the busybox image of the static busybox binary at path,
+// or if path is "" of busybox built in cacheDir ("": [busybox.CacheDir]).
+func busyboxSpec(ctx context.Context, path, cacheDir string) (images.Spec, error) {
+	var data []byte
+	createdBy := "kubeharness images: busybox " + busybox.Version + " (images/busybox)"
+	if path == "" {
+		var err error
+		if cacheDir == "" {
+			if cacheDir, err = busybox.CacheDir(); err != nil {
+				return images.Spec{}, err
+			}
 		}
+		if data, err = busybox.Build(ctx, cacheDir); err != nil {
+			return images.Spec{}, err
+		}
+	} else {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return images.Spec{}, fmt.Errorf("busybox %s: missing; %s", path, busyboxHint)
+		}
+		if err := images.CheckStatic(path); err != nil {
+			return images.Spec{}, fmt.Errorf("busybox: %w; %s", err, busyboxHint)
+		}
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return images.Spec{}, fmt.Errorf("busybox: %w", err)
+		}
+		createdBy = "kubeharness images: busybox of " + path
 	}
-	if len(applets) == 0 {
-		return images.Spec{}, fmt.Errorf("busybox: %s --list printed no applets", path)
+	applets, err := busybox.Applets(ctx, data)
+	if err != nil {
+		return images.Spec{}, fmt.Errorf("%s: %w", strings.TrimPrefix(createdBy, "kubeharness images: "), err)
 	}
-	return images.BusyboxSpec(data, applets)
+	spec, err := images.BusyboxSpec(data, applets)
+	spec.CreatedBy = createdBy
+	return spec, err
 }
 
 // debianVersion is the installed version of Debian package pkg.

@@ -32,9 +32,9 @@ func TestRefusesBusybox(t *testing.T) {
 		name, busybox string
 		want          []string
 	}{
-		{"missing", filepath.Join(dir, "nope"), []string{filepath.Join(dir, "nope") + ": missing", "install Debian's busybox-static"}},
-		{"dynamic", "/bin/ls", []string{"/bin/ls: dynamically linked (interpreter /", "install Debian's busybox-static"}},
-		{"not ELF", script, []string{script + ": not an ELF executable", "install Debian's busybox-static"}},
+		{"missing", filepath.Join(dir, "nope"), []string{filepath.Join(dir, "nope") + ": missing", "give a static busybox"}},
+		{"dynamic", "/bin/ls", []string{"/bin/ls: dynamically linked (interpreter /", "give a static busybox"}},
+		{"not ELF", script, []string{script + ": not an ELF executable", "give a static busybox"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, tc.name)

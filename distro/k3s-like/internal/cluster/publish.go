@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,12 +16,13 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
+	"github.com/kubeharness/kubeharness/components/approvers"
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/flannel"
-	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -58,7 +58,6 @@ type NodeJoin struct {
 	// The agents' settings: the cluster DNS address and domain, the Pods'
 	// CIDR, the pod network's backend.
 	ClusterDNS, ClusterDomain, ClusterCIDR, FlannelBackend string
-	Log                                                    logr.Logger
 }
 
 // Add adds the server's node-join component: once the apiserver is
@@ -69,7 +68,8 @@ type NodeJoin struct {
 // the kubelets' own renewals to system:nodes), and upstream's
 // system:node-proxier role bound to system:nodes, for the nodes' kube-proxy,
 // which uses its kubelet's credential, and the nodes' access to their
-// feature reports (publishReporterAccess). It is ready once published.
+// feature reports (publishReporterAccess). It is ready once published. It
+// logs through its context's logger (klog.FromContext).
 func (j NodeJoin) Add(h *harness.Harness) error {
 	published := make(chan struct{})
 	return h.Add(&harness.Func{
@@ -79,7 +79,7 @@ func (j NodeJoin) Add(h *harness.Harness) error {
 			err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 				if err := j.publish(ctx); err != nil {
 					if err.Error() != last {
-						j.Log.Info("Publishing what agents join with; retrying", "err", err)
+						klog.FromContext(ctx).Info("Publishing what agents join with; retrying", "err", err)
 						last = err.Error()
 					}
 					return false, nil
@@ -180,7 +180,7 @@ func (j NodeJoin) publish(ctx context.Context) error {
 	}
 	// The serving certificate approver: read Nodes and requests, approve
 	// for the kubelet-serving signer only.
-	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, node.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
+	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, approvers.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
 		return err
 	}
 	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
@@ -194,7 +194,7 @@ func (j NodeJoin) publish(ctx context.Context) error {
 }
 
 // kubeletServingApprover names the ClusterRole and binding of the
-// approver of kubelet serving certificates (node.ServingApprover).
+// approver of kubelet serving certificates (approvers.ServingApprover).
 const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
 
 // flannelRole names the ClusterRole and binding of the nodes' flannel

@@ -51,9 +51,15 @@ func (d Daemon) Run(ctx context.Context) error {
 	}
 	log := cli.Logger()
 	systemd := takeNotifySocket()
+	// STOPPING=1 is sent before Run returns: stop() ends ctx, and the
+	// deferred wait (run after it) holds the return until it is sent, so
+	// that an exit right after Run cannot drop it.
+	notified := make(chan struct{})
+	defer func() { <-notified }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, func() {
+		defer close(notified)
 		if err := systemd.notify("STOPPING=1"); err != nil {
 			log.Error(err, "Telling systemd the process stops")
 		}

@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -100,7 +100,7 @@ func (c Config) Add(h *harness.Harness) error {
 	return h.Add(&harness.Func{
 		ComponentName: manifestsName,
 		RunFunc: func(ctx context.Context) error {
-			log := cli.Logger().WithName(manifestsName)
+			log := klog.FromContext(ctx)
 			dir := manifestsDir(c.DataDir)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubeharness/kubeharness/components/flannel"
-	kubenode "github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/kubelet"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -90,7 +90,7 @@ func (c Config) addNetwork(h *harness.Harness, args map[string][]string) error {
 		return err
 	})
 	f := flannel.New()
-	if err := h.Add(f, args[flannel.Name], kubenode.KubeletName); err != nil {
+	if err := h.Add(f, args[flannel.Name], kubelet.Name); err != nil {
 		return err
 	}
 	return h.Add(&harness.Func{ComponentName: cniConfigName, RunFunc: func(ctx context.Context) error {

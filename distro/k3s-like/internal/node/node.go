@@ -17,11 +17,15 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/flannel"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	kubenode "github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/kubelet"
+	"github.com/kubeharness/kubeharness/components/node/proxy"
+	noderuntime "github.com/kubeharness/kubeharness/components/node/runtime"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
@@ -235,7 +239,7 @@ func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
 func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 	out := map[string][]string{}
 	var err error
-	if out[kubenode.KubeletName], err = c.kubeletArgs(short); err != nil {
+	if out[kubelet.Name], err = c.kubeletArgs(short); err != nil {
 		return nil, err
 	}
 	if c.flannelBackend() != FlannelNone {
@@ -244,7 +248,7 @@ func (c Config) Args(short []kubeargs.Arg) (map[string][]string, error) {
 		}
 	}
 	if !c.Options.DisableProxy {
-		if out[kubenode.KubeProxyName], err = c.proxyArgs(short); err != nil {
+		if out[proxy.Name], err = c.proxyArgs(short); err != nil {
 			return nil, err
 		}
 	}
@@ -264,7 +268,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		if err != nil {
 			return err
 		}
-		rt := kubenode.NewRuntime(kubenode.RuntimeConfig{
+		rt := noderuntime.New(noderuntime.Config{
 			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
 			Socket:  d.socket(),
 			BinDir:  d.bin,
@@ -277,20 +281,20 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 			// exit 1, and the shims and containers were left running).
 			StopGrace: cmp.Or(h.StopTimeout, harness.DefaultStopTimeout) / 4,
 			BeforeReady: func(ctx context.Context) error {
-				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, cli.Logger().WithName("images"))
+				_, err := images.Import(ctx, d.socket(), d.images, snapshotter, klog.FromContext(ctx).WithName("images"))
 				return err
 			},
 		})
 		if err := h.Add(rt, nil); err != nil {
 			return err
 		}
-		deps = append(deps, kubenode.RuntimeName)
+		deps = append(deps, noderuntime.Name)
 	}
-	if err := h.Add(kubenode.NewKubelet(), args[kubenode.KubeletName], deps...); err != nil {
+	if err := h.Add(kubelet.New(), args[kubelet.Name], deps...); err != nil {
 		return err
 	}
 	if !c.Options.DisableProxy {
-		if err := h.Add(kubenode.NewKubeProxy(), args[kubenode.KubeProxyName], append([]string{kubenode.KubeletName}, c.ProxyAfter...)...); err != nil {
+		if err := h.Add(proxy.New(), args[proxy.Name], append([]string{kubelet.Name}, c.ProxyAfter...)...); err != nil {
 			return err
 		}
 	}
@@ -304,8 +308,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		Kubeconfig: c.Kubeconfig(),
 		Plan:       func() *scoping.Plan { return h.Status().Plan },
 		UserAgent:  "k3s-like-feature-reporter",
-		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
-	}, nil, kubenode.KubeletName)
+	}, nil, kubelet.Name)
 }
 
 // AfterStop is what the node leaves undone once its components stopped:
@@ -443,7 +446,7 @@ func (c Config) writeCNIConfig(ctx context.Context, f *flannel.Flannel) error {
 	if err := atomicfile.Write(filepath.Join(d.cniConf, "10-k3s-like.conflist"), []byte(cniConflist(n.PodCIDR.String(), n.MTU, d)), 0o600); err != nil {
 		return err
 	}
-	cli.Logger().Info("Wrote the node's CNI configuration", "podCIDR", n.PodCIDR, "mtu", n.MTU)
+	klog.FromContext(ctx).Info("Wrote the node's CNI configuration", "podCIDR", n.PodCIDR, "mtu", n.MTU)
 	<-ctx.Done()
 	return nil
 }

@@ -1,14 +1,11 @@
 package server
 
 import (
-	"fmt"
-
 	"github.com/kubeharness/kubeharness/components"
+	"github.com/kubeharness/kubeharness/components/approvers"
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/featurepub"
-	"github.com/kubeharness/kubeharness/components/node"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -63,7 +60,6 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/" + o.NodeName,
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	// The cluster's view of each Feature, the nodes' reports included; the
 	// servers share its field manager.
@@ -71,7 +67,6 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/node-summary",
 		UserAgent:    "k3s-like-feature-summarizer",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
-		Logf:         func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
@@ -88,9 +83,8 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}
 	// The agents' kubelets ask for their serving certificates; node-join
 	// binds the approver's role.
-	if err := h.Add(&node.ServingApprover{
+	if err := h.Add(&approvers.ServingApprover{
 		Kubeconfig: o.layout().KubeletServingApproverKubeconfig(),
-		Logf:       func(format string, a ...any) { cli.Logger().Info(fmt.Sprintf(format, a...)) },
 	}, nil, cluster.NodeJoinName); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/pki"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/deploy"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
@@ -53,7 +52,7 @@ func (o *options) nodeJoin() cluster.NodeJoin {
 	return cluster.NodeJoin{
 		DataDir: o.DataDir, Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
-		FlannelBackend: o.node.FlannelBackend, Log: cli.Logger(),
+		FlannelBackend: o.node.FlannelBackend,
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
-	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/names"
 )
 
 // TestNodeArgs: the server's kube-proxy gets node.DefaultKubeProxyFlags
@@ -23,7 +23,7 @@ func TestNodeArgs(t *testing.T) {
 	require.NoError(t, err)
 	args, err := o.componentArgs()
 	require.NoError(t, err)
-	proxy := args[node.KubeProxyName]
+	proxy := args[names.KubeProxy]
 	require.NotEmpty(t, proxy)
 	for key, want := range map[string]string{
 		"hostname-override": "node-a", "kubeconfig": o.nodeConfig().Kubeconfig(), "cluster-cidr": "10.244.0.0/16",
@@ -42,8 +42,8 @@ func TestNodeArgs(t *testing.T) {
 	require.NoError(t, err)
 	args, err = o.componentArgs()
 	require.NoError(t, err)
-	assert.NotContains(t, args, node.KubeProxyName)
-	assert.Contains(t, args, node.KubeletName)
+	assert.NotContains(t, args, names.KubeProxy)
+	assert.Contains(t, args, names.Kubelet)
 
 	o, err = parseServer(t, []string{"--data-dir=" + t.TempDir(), "--kube-proxy-arg==3"})
 	require.NoError(t, err)

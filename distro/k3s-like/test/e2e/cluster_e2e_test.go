@@ -240,7 +240,10 @@ func testClusterNetwork(t *testing.T, backend string) {
 		}
 		logs := s.kubectl("logs", web("node-a"))
 		for _, from := range nodes[1:] {
-			assert.Contains(t, logs, ips[from]+":", "%s: web-a logged %s's Pod IP as the client's", when, from)
+			// busybox httpd -v logs the peer as IP:port, or [::ffff:IP]:port
+			// when it listens on IPv6 too (upstream's build).
+			client := regexp.MustCompile(`(?m)^(\[::ffff:)?` + regexp.QuoteMeta(ips[from]) + `\]?:[0-9]+: `)
+			assert.Regexp(t, client, logs, "%s: web-a logged %s's Pod IP as the client's", when, from)
 		}
 	}
 	podToPod("after the join")

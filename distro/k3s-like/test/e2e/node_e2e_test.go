@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
@@ -87,8 +89,7 @@ func inNodeNetns(t *testing.T) bool {
 	return true
 }
 
-// busyboxImage is the busybox image of images/ (its tag is the Debian
-// package's version): read from the archive's name list by nodeImages.
+// The node's images, built once per test binary by nodeImages.
 var (
 	imagesOnce sync.Once
 	imagesDir  string
@@ -133,16 +134,25 @@ func putNodeImages(t *testing.T, dataDir string) {
 	}
 }
 
-// busyboxImage is the name of the busybox image in dir.
+// busyboxImage is the name of the node's busybox image: the one tag of
+// its archive (mkimages tags it with busybox's version).
 func busyboxImage(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "busybox-static").Output()
-	require.NoError(t, err, "Debian's busybox-static")
-	v := string(out)
-	if i := strings.IndexByte(v, ':'); i >= 0 {
-		v = v[i+1:]
+	f, err := os.Open(filepath.Join(nodeImages(t), "busybox.tar"))
+	require.NoError(t, err)
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		require.NoError(t, err, "busybox.tar's manifest.json")
+		if h.Name != "manifest.json" {
+			continue
+		}
+		var m []struct{ RepoTags []string }
+		require.NoError(t, json.NewDecoder(tr).Decode(&m), "busybox.tar's manifest.json")
+		require.True(t, len(m) == 1 && len(m[0].RepoTags) == 1, "busybox.tar's manifest.json names one image: %+v", m)
+		return m[0].RepoTags[0]
 	}
-	return "kubeharness.local/busybox:" + strings.NewReplacer("+", "_", "~", "_").Replace(v)
 }
 
 func requireNodeHost(t *testing.T) {

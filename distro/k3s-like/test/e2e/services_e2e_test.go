@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/components/node/runtime"
 )
 
 // servicesManifest is a Deployment of two web Pods behind a ClusterIP
@@ -265,11 +267,19 @@ func deleteRunningNode(t *testing.T, s *server) {
 		stopServer(t, s)
 		return
 	}
+	config, err := os.ReadFile(filepath.Join(s.dataDir, "agent", "etc", "containerd", "config.toml"))
+	require.NoError(t, err)
+	socket := tomlString(t, config, "address")
 	code, _ := s.wait(60 * time.Second)
 	assert.Equal(t, 1, code, "the process exits with kube-proxy's exit code")
 	assert.Contains(t, s.stderr.String(), `"Node is being deleted"`)
-	// os.Exit skips the stop: the Pods' volume mounts stay until unmounted.
+	// os.Exit skips the stop: the Pods' volume mounts stay until unmounted,
+	// and containerd's shims (which outlive it by design) until killed, as
+	// the next start on this data dir or a service manager would.
 	t.Logf("NODE DELETED: mounts left under the data dir by the exit: %d", unmountLeft(t, s.dataDir))
+	left := runtime.KillLeftovers(0, socket, "", 10*time.Second)
+	t.Logf("NODE DELETED: shims and containers left by the exit: %d", left.Shims)
+	assertNoProcess(t, func(c string) bool { return strings.Contains(c, socket) || c == "/pause " })
 }
 
 // unmountLeft lazily unmounts every mount under dir, deepest first, and

@@ -1,4 +1,4 @@
-package node
+package runtime
 
 import (
 	"bytes"
@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strconv"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,39 +16,38 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"k8s.io/apimachinery/pkg/util/wait"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/components/node/proctree"
 	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// RuntimeName is the component name of the container runtime child.
-const RuntimeName = names.Containerd
+// Name is the component name of the container runtime child.
+const Name = names.Containerd
 
 // Runtime runs the node's CRI runtime (containerd) as a child process of
 // this binary, as k3s does: Command is this binary's containerd entry point
 // and its arguments. The child dies with the process (SIGKILL on the
-// parent's death); its exit before the stop is Run's *RuntimeExitError,
+// parent's death); its exit before the stop is Run's *ExitError,
 // with the end of its output. Ready waits until its CRI socket answers
 // Version, then runs BeforeReady (image import). At the stop it removes
 // the pod sandboxes through the CRI (the containers, their network and
 // mounts) as far as Stop's share of the deadline allows, then stops the
 // child (SIGTERM, SIGKILL after StopGrace) and kills what is left (shims,
-// containers, plugins), waiting StopGrace/2 at most for them to die.
-// Create it with NewRuntime; a value runs once.
+// containers, plugins: KillLeftovers), waiting StopGrace/2 at most for
+// them to die. Create it with New; a value runs once.
 type Runtime struct {
-	cfg   RuntimeConfig
-	ready chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	conn  *grpc.ClientConn // set by Ready
+	cfg  Config
+	mu   sync.Mutex
+	conn *grpc.ClientConn // set by Ready
 }
 
-// RuntimeConfig is what Runtime runs.
-type RuntimeConfig struct {
+// Config is what Runtime runs.
+type Config struct {
 	// Command is the child's argv; Command[0] is the executable.
 	Command []string
 	// Env is the child's environment (nil: this process's).
@@ -74,20 +71,18 @@ type RuntimeConfig struct {
 	BinDir string
 }
 
-// NewRuntime returns the runtime component for cfg.
-func NewRuntime(cfg RuntimeConfig) *Runtime {
-	return &Runtime{cfg: cfg, ready: make(chan struct{})}
-}
+// New returns the runtime component for cfg.
+func New(cfg Config) *Runtime { return &Runtime{cfg: cfg} }
 
 // Name returns "containerd".
-func (r *Runtime) Name() string { return RuntimeName }
+func (r *Runtime) Name() string { return Name }
 
 // AddFlags adds no flags: the child's configuration is its Command.
 func (r *Runtime) AddFlags(*scoping.Scope) error { return nil }
 
-// RuntimeExitError is the runtime child ending before it was asked to
-// stop (or failing to start): its command, its exit, the end of its output.
-type RuntimeExitError struct {
+// ExitError is the runtime child ending before it was asked to stop (or
+// failing to start): its command, its exit, the end of its output.
+type ExitError struct {
 	Command []string
 	Err     error
 	Tail    string
@@ -95,8 +90,8 @@ type RuntimeExitError struct {
 
 // Error reads like "containerd exited: exit status 1 (…/k3s-like
 // containerd --config …); last output: …".
-func (e *RuntimeExitError) Error() string {
-	msg := fmt.Sprintf("%s exited: %v (%s)", RuntimeName, e.Err, strings.Join(e.Command, " "))
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("%s exited: %v (%s)", Name, e.Err, strings.Join(e.Command, " "))
 	if e.Tail != "" {
 		msg += "; last output:\n" + e.Tail
 	}
@@ -104,14 +99,14 @@ func (e *RuntimeExitError) Error() string {
 }
 
 // Unwrap returns the exit.
-func (e *RuntimeExitError) Unwrap() error { return e.Err }
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // Run starts the child and waits: until ctx ends (the stop: the child is
 // sent SIGTERM and Run returns once it exited, nil), or until the child
-// exits by itself (a *RuntimeExitError).
+// exits by itself (an *ExitError).
 func (r *Runtime) Run(ctx context.Context) error {
 	if len(r.cfg.Command) == 0 || r.cfg.Socket == "" {
-		return fmt.Errorf("%s: no command or socket", RuntimeName)
+		return fmt.Errorf("%s: no command or socket", Name)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -128,8 +123,8 @@ func (r *Runtime) Run(ctx context.Context) error {
 	// Pdeathsig is sent when the thread that started the child exits: the
 	// thread stays locked to this goroutine until the child exited.
 	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
 		cmd = exec.Command(r.cfg.Command[0], r.cfg.Command[1:]...)
 		cmd.Env = r.cfg.Env
 		cmd.Stdout, cmd.Stderr = out, out
@@ -146,14 +141,14 @@ func (r *Runtime) Run(ctx context.Context) error {
 		exited <- cmd.Wait()
 	}()
 	if err := <-started; err != nil {
-		return &RuntimeExitError{Command: r.cfg.Command, Err: err}
+		return &ExitError{Command: r.cfg.Command, Err: err}
 	}
 	select {
 	case err := <-exited:
 		if err == nil {
 			err = errors.New("exit status 0")
 		}
-		return &RuntimeExitError{Command: r.cfg.Command, Err: err, Tail: tail.String()}
+		return &ExitError{Command: r.cfg.Command, Err: err, Tail: tail.String()}
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -165,126 +160,63 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	r.closeConn()
 	start := time.Now()
-	l := killLeftovers(cmd.Process.Pid, r.cfg.Socket, r.cfg.BinDir, r.stopGrace()/2)
-	if l.group+l.shims+l.plugins > 0 {
-		klog.FromContext(ctx).Info("Killed what the runtime left", "inItsProcessGroup", l.group, "shimsAndContainers", l.shims, "plugins", l.plugins, "took", time.Since(start).Round(time.Millisecond))
+	l := KillLeftovers(cmd.Process.Pid, r.cfg.Socket, r.cfg.BinDir, r.stopGrace()/2)
+	if l.Total() > 0 {
+		klog.FromContext(ctx).Info("Killed what the runtime left", "inItsProcessGroup", l.Group, "shimsAndContainers", l.Shims, "plugins", l.Plugins, "took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
-// leftovers counts what killLeftovers killed, by kind.
-type leftovers struct{ group, shims, plugins int }
+// Leftovers counts what KillLeftovers killed, by kind.
+type Leftovers struct{ Group, Shims, Plugins int }
 
-// killLeftovers kills, with SIGKILL, what the runtime leaves once its child
+// Total is the number of processes killed.
+func (l Leftovers) Total() int { return l.Group + l.Shims + l.Plugins }
+
+// KillLeftovers kills, with SIGKILL, what a runtime leaves once its child
 // exited: the processes of the child's process group pgid (a CNI plugin
-// still at work; none if pgid is 0), its shims (every process whose command
-// line has "-address socket ": containerd-shim-runc-v2 … -address socket,
-// whatever their argv[0]) and the plugins run from binDir (none if it is
-// ""), each with all its descendants (the shims' containers); then it
-// waits, wait at most in all, until each is gone or a zombie. Shims
-// outlive containerd by design; a sandbox the kubelet created after Stop's
-// sweep, or one Stop's sweep could not remove in time, would otherwise
-// leave its containers running after the node stopped.
-func killLeftovers(pgid int, socket, binDir string, wait time.Duration) leftovers {
-	var l leftovers
+// still at work; none if pgid is 0), the shims of socket (proctree's
+// Shims; none if socket is "") and the plugins run from binDir (none if
+// it is ""), each with all its descendants (the shims' containers), never
+// this process or what is under it; then it waits, wait at most in all,
+// until each is gone or a zombie. Shims outlive containerd by design; a
+// sandbox the kubelet created after Stop's sweep, or one Stop's sweep
+// could not remove in time, would otherwise leave its containers running
+// after the node stopped.
+func KillLeftovers(pgid int, socket, binDir string, wait time.Duration) Leftovers {
+	var l Leftovers
 	if pgid > 0 {
 		defer func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }() // one that started since /proc was read
 	}
-	procs, err := readProcs()
+	t, err := proctree.Read()
 	if err != nil {
 		return l
 	}
-	self := os.Getpid()
-	seen := map[int]bool{self: true}
+	delete(t, os.Getpid())
+	seen := map[int]bool{}
 	var kill []int
-	var add func(pid int) int
-	add = func(pid int) int {
-		if seen[pid] || !alive(pid) {
-			return 0
+	take := func(roots []int) int {
+		n := 0
+		for _, pid := range t.Descendants(roots...) {
+			if !seen[pid] && proctree.Alive(pid) {
+				seen[pid] = true
+				kill = append(kill, pid)
+				n++
+			}
 		}
-		seen[pid] = true
-		n := 1
-		for _, child := range procs.children[pid] {
-			n += add(child)
-		}
-		kill = append(kill, pid) // children first
 		return n
 	}
-	plugins := filepath.Clean(binDir) + "/"
-	for pid, cmdline := range procs.cmdline {
-		switch {
-		case pgid > 0 && procs.pgrp[pid] == pgid:
-			l.group += add(pid)
-		case socket != "" && strings.Contains(cmdline, "-address "+socket+" "):
-			l.shims += add(pid)
-		case binDir != "" && strings.HasPrefix(cmdline, plugins):
-			l.plugins += add(pid)
-		}
+	if pgid > 0 {
+		l.Group = take(t.Group(pgid))
 	}
-	for _, pid := range kill {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	if socket != "" {
+		l.Shims = take(t.Shims(socket))
 	}
-	awaitDeath(kill, wait)
+	if binDir != "" {
+		l.Plugins = take(t.Under(binDir))
+	}
+	proctree.Kill(kill, wait)
 	return l
-}
-
-// awaitDeath waits, wait at most, until none of pids is alive.
-func awaitDeath(pids []int, wait time.Duration) {
-	deadline := time.Now().Add(wait)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
-// alive reports whether pid is a process that is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-	fields := strings.Fields(string(rest))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
-}
-
-// procTable is /proc read once: each process's command line and children.
-type procTable struct {
-	cmdline  map[int]string
-	children map[int][]int
-	pgrp     map[int]int
-}
-
-// readProcs reads every process's command line and parent from /proc.
-func readProcs() (*procTable, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	t := &procTable{cmdline: map[int]string{}, children: map[int][]int{}, pgrp: map[int]int{}}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
-		fields := strings.Fields(rest)
-		if len(fields) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		t.children[ppid] = append(t.children[ppid], pid)
-		t.pgrp[pid], _ = strconv.Atoi(fields[2])
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		t.cmdline[pid] = string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
-	}
-	return t, nil
 }
 
 // outputDelay is how long Run waits, once the child exited, for the
@@ -306,26 +238,24 @@ func (r *Runtime) Ready(ctx context.Context) error {
 		return err
 	}
 	client := runtimeapi.NewRuntimeServiceClient(conn)
-	var last error
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = probe.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		_, last = client.Version(callCtx, &runtimeapi.VersionRequest{})
-		return last == nil, nil
+		_, err := client.Version(callCtx, &runtimeapi.VersionRequest{})
+		return err
 	})
 	if err != nil {
 		_ = conn.Close()
-		return fmt.Errorf("%s: CRI at %s: %w (last: %v)", RuntimeName, r.cfg.Socket, err, last)
+		return fmt.Errorf("%s: CRI at %s: %w", Name, r.cfg.Socket, err)
 	}
 	r.mu.Lock()
 	r.conn = conn
 	r.mu.Unlock()
 	if r.cfg.BeforeReady != nil {
 		if err := r.cfg.BeforeReady(ctx); err != nil {
-			return fmt.Errorf("%s: %w", RuntimeName, err)
+			return fmt.Errorf("%s: %w", Name, err)
 		}
 	}
-	r.once.Do(func() { close(r.ready) })
 	return nil
 }
 
@@ -347,7 +277,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	logger.Info("Removed the pod sandboxes", "removed", removed, "took", time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		// What is left is killed by Run once the child exited
-		// (killLeftovers): the stop is complete either way.
+		// (KillLeftovers): the stop is complete either way.
 		logger.Error(err, "Removing the pod sandboxes at the stop; their shims and containers are killed after containerd")
 	}
 	return nil

@@ -1,4 +1,4 @@
-package node_test
+package kubelet_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/kubeharness/kubeharness/components"
-	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/kubelet"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -22,7 +22,7 @@ func ExampleKubelet() {
 		}
 		h := &harness.Harness{Target: &target, Logger: logr.Discard()}
 		_ = h.Add(components.NewAPIServer(), []string{"--feature-gates=CRIListStreaming=" + apiserverGate})
-		_ = h.Add(node.NewKubelet(), []string{"--fail-cgroupv1=false", "--feature-gates=CRIListStreaming=" + kubeletGate}, components.APIServerName)
+		_ = h.Add(kubelet.New(), []string{"--fail-cgroupv1=false", "--feature-gates=CRIListStreaming=" + kubeletGate}, components.APIServerName)
 		p, err := h.DryRun(context.Background())
 		if err != nil {
 			fmt.Println(err)

@@ -1,13 +1,11 @@
-package node
+package proxy
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,12 +20,14 @@ import (
 	proxyconfigv1alpha1 "k8s.io/kubernetes/pkg/proxy/apis/config/v1alpha1"
 
 	"github.com/kubeharness/kubeharness/components/internal/flags"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
+	"github.com/kubeharness/kubeharness/components/node"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// KubeProxyName is the component name of the kube-proxy adapter.
-const KubeProxyName = names.KubeProxy
+// Name is the component name of the kube-proxy adapter.
+const Name = names.KubeProxy
 
 // kubeProxyConfigzName is the configz name upstream's kube-proxy registers.
 const kubeProxyConfigzName = proxyconfig.GroupName
@@ -43,7 +43,7 @@ var kubeProxyRefused = map[string]string{
 
 // KubeProxy runs the real kube-proxy of k8s.io/kubernetes as a harness
 // component. It takes kube-proxy's flags and its --config file. Create it
-// with NewKubeProxy; a value runs once, and a process runs one kube-proxy
+// with New; a value runs once, and a process runs one kube-proxy
 // once (StartsOnce).
 //
 // Its feature gates — --feature-gates, or the --config file's
@@ -58,24 +58,21 @@ var kubeProxyRefused = map[string]string{
 // Options.Complete, Validate and Run: the values are validated against
 // the process gate, so a bad value fails Run, not the parse phase.
 type KubeProxy struct {
-	ready     chan struct{} // closed once ready
-	readyOnce sync.Once
+	ready probe.Readiness
 
 	opts     *proxyapp.Options
 	fs       *pflag.FlagSet // upstream's flags, as parsed
 	hostname string         // --hostname-override, or the host's name
-	ports    []listenPort   // where it will listen, once Complete ran
+	ports    []flags.Listen // where it will listen, once Complete ran
 	healthz  string         // its /healthz address ("" for none)
 	mode     proxyconfig.ProxyMode
 }
 
-// NewKubeProxy returns a kube-proxy component.
-func NewKubeProxy() *KubeProxy {
-	return &KubeProxy{ready: make(chan struct{})}
-}
+// New returns a kube-proxy component.
+func New() *KubeProxy { return &KubeProxy{} }
 
 // Name returns "kube-proxy".
-func (p *KubeProxy) Name() string { return KubeProxyName }
+func (p *KubeProxy) Name() string { return Name }
 
 // StartsOnce says why a process starts its kube-proxy once (harness.Once).
 func (p *KubeProxy) StartsOnce() string {
@@ -88,11 +85,10 @@ func (p *KubeProxy) StartsOnce() string {
 // logging flags, are refused. It has no other effect.
 func (p *KubeProxy) AddFlags(s *scoping.Scope) error {
 	p.opts = proxyapp.NewOptions()
-	p.fs = pflag.NewFlagSet(KubeProxyName, pflag.ContinueOnError)
+	p.fs = pflag.NewFlagSet(Name, pflag.ContinueOnError)
 	p.opts.AddFlags(p.fs)
-	gates := p.fs.Lookup("feature-gates")
-	gates.Value = &gateTee{Value: gates.Value, gate: s.FeatureGate()}
-	flags.AddSets(s, cliflag.NamedFlagSets{Order: []string{KubeProxyName}, FlagSets: map[string]*pflag.FlagSet{KubeProxyName: p.fs}})
+	flags.TeeFeatureGates(p.fs, s.FeatureGate())
+	flags.AddSets(s, cliflag.NamedFlagSets{Order: []string{Name}, FlagSets: map[string]*pflag.FlagSet{Name: p.fs}})
 	for name, why := range kubeProxyRefused {
 		flags.Refuse(s.FlagSet(), name, why)
 	}
@@ -105,14 +101,14 @@ func (p *KubeProxy) AddFlags(s *scoping.Scope) error {
 // It reads nothing else and writes no process-wide state.
 func (p *KubeProxy) Complete(s *scoping.Scope) error {
 	if p.opts == nil {
-		return fmt.Errorf("%s: Complete before AddFlags", KubeProxyName)
+		return fmt.Errorf("%s: Complete before AddFlags", Name)
 	}
 	// As upstream: the name is trimmed and lowercased, the host's if none.
 	p.hostname = strings.ToLower(strings.TrimSpace(p.fs.Lookup("hostname-override").Value.String()))
 	if p.hostname == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return &scoping.FlagError{Component: KubeProxyName, Flag: "--hostname-override", Err: err}
+			return &scoping.FlagError{Component: Name, Flag: "--hostname-override", Err: err}
 		}
 		p.hostname = strings.ToLower(strings.TrimSpace(h))
 	}
@@ -127,12 +123,12 @@ func (p *KubeProxy) Complete(s *scoping.Scope) error {
 		return nil
 	}
 	if p.fs.Changed("feature-gates") {
-		return &scoping.FlagError{Component: KubeProxyName, Flag: "--feature-gates", Value: p.fs.Lookup("feature-gates").Value.String(),
+		return &scoping.FlagError{Component: Name, Flag: "--feature-gates", Value: p.fs.Lookup("feature-gates").Value.String(),
 			Err: fmt.Errorf("kube-proxy ignores --feature-gates when --config=%s is given: set featureGates in the file", file)}
 	}
 	cfg, err := loadKubeProxyConfig(file)
 	if err != nil {
-		return &scoping.FlagError{Component: KubeProxyName, Flag: "--config", Value: file, Err: err}
+		return &scoping.FlagError{Component: Name, Flag: "--config", Value: file, Err: err}
 	}
 	p.mode = cfg.Mode
 	if cfg.HostnameOverride != "" && !p.fs.Changed("hostname-override") {
@@ -148,8 +144,8 @@ func (p *KubeProxy) Complete(s *scoping.Scope) error {
 // setPorts records the healthz and metrics addresses ("" for none).
 func (p *KubeProxy) setPorts(healthz, metrics string) {
 	p.healthz, p.ports = healthz, nil
-	for _, l := range []listenPort{{"--healthz-bind-address", healthz}, {"--metrics-bind-address", metrics}} {
-		if l.addr != "" {
+	for _, l := range []flags.Listen{{Flag: "--healthz-bind-address", Addr: healthz}, {Flag: "--metrics-bind-address", Addr: metrics}} {
+		if l.Addr != "" {
 			p.ports = append(p.ports, l)
 		}
 	}
@@ -212,12 +208,12 @@ func (p *KubeProxy) Mode() string { return string(p.mode) }
 // loop do not (StartsOnce).
 func (p *KubeProxy) Run(ctx context.Context) error {
 	if p.opts == nil || p.hostname == "" {
-		return fmt.Errorf("%s: Run before AddFlags and Complete", KubeProxyName)
+		return fmt.Errorf("%s: Run before AddFlags and Complete", Name)
 	}
 	if ctx.Err() != nil {
 		return nil
 	}
-	if err := portsFree(KubeProxyName, p.ports); err != nil {
+	if err := flags.PortsFree(Name, p.ports); err != nil {
 		return err
 	}
 	if err := p.waitForNode(ctx); err != nil {
@@ -227,29 +223,28 @@ func (p *KubeProxy) Run(ctx context.Context) error {
 		return err
 	}
 	if err := p.opts.Complete(p.fs); err != nil {
-		return &scoping.FlagError{Component: KubeProxyName, Err: err}
+		return &scoping.FlagError{Component: Name, Err: err}
 	}
 	if err := p.opts.Validate(); err != nil {
-		return &scoping.FlagError{Component: KubeProxyName, Err: fmt.Errorf("invalid configuration: %w", err)}
+		return &scoping.FlagError{Component: Name, Err: fmt.Errorf("invalid configuration: %w", err)}
 	}
 	defer configz.Delete(kubeProxyConfigzName)
 	done := make(chan error, 1)
 	go func() { done <- p.opts.Run(ctx) }()
-	if p.healthz != "" {
-		go func() {
-			if waitHealthz(ctx, p.healthz, proxyHealthy) == nil {
-				p.markReady()
-			}
-		}()
+	if p.healthz == "" {
+		p.ready.Mark()
 	} else {
-		p.markReady()
+		stopProbe := p.ready.MarkWhen(ctx, func(ctx context.Context) error {
+			return probe.NewHTTP(p.healthz).WaitOK(ctx, "/healthz")
+		})
+		defer stopProbe()
 	}
 	select {
 	case err := <-done:
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%s: %w", KubeProxyName, err)
+		return fmt.Errorf("%s: %w", Name, err)
 	case <-ctx.Done():
 		return nil
 	}
@@ -260,34 +255,21 @@ func (p *KubeProxy) Run(ctx context.Context) error {
 func (p *KubeProxy) waitForNode(ctx context.Context) error {
 	kubeconfig, master := p.fs.Lookup("kubeconfig").Value.String(), p.fs.Lookup("master").Value.String()
 	if kubeconfig == "" && master == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return &scoping.FlagError{Component: KubeProxyName, Flag: "--kubeconfig", Err: fmt.Errorf("neither --kubeconfig nor --master is set and kube-proxy does not run in a Pod")}
+		return &scoping.FlagError{Component: Name, Flag: "--kubeconfig", Err: fmt.Errorf("neither --kubeconfig nor --master is set and kube-proxy does not run in a Pod")}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags(master, kubeconfig)
 	if err != nil {
-		return &scoping.FlagError{Component: KubeProxyName, Flag: "--kubeconfig", Value: kubeconfig, Err: err}
+		return &scoping.FlagError{Component: Name, Flag: "--kubeconfig", Value: kubeconfig, Err: err}
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return &scoping.FlagError{Component: KubeProxyName, Flag: "--kubeconfig", Value: kubeconfig, Err: err}
+		return &scoping.FlagError{Component: Name, Flag: "--kubeconfig", Value: kubeconfig, Err: err}
 	}
-	_, err = WaitForNode(ctx, client, p.hostname, HasAddress)
+	_, err = node.WaitForNode(ctx, client, p.hostname, node.HasAddress)
 	return err
 }
 
-// proxyHealthy is kube-proxy's /healthz answer once it has synced its
-// rules: 200 (upstream answers 503 until then).
-func proxyHealthy(code int, _ []byte) bool { return code == http.StatusOK }
-
 // Ready blocks until kube-proxy's /healthz answered 200 (it has
-// programmed its rules once), or with no healthz address until Run
-// started it; or until ctx ends.
-func (p *KubeProxy) Ready(ctx context.Context) error {
-	select {
-	case <-p.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (p *KubeProxy) markReady() { p.readyOnce.Do(func() { close(p.ready) }) }
+// programmed its rules once; upstream answers 503 until then), or with no
+// healthz address until Run started it; or until ctx ends.
+func (p *KubeProxy) Ready(ctx context.Context) error { return p.ready.Wait(ctx) }

@@ -1,4 +1,4 @@
-package node_test
+package approvers_test
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"encoding/pem"
 	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/approvers"
+	"github.com/kubeharness/kubeharness/components/internal/logtest"
 )
 
 // csrFor is what a kubelet with serverTLSBootstrap sends, for user with
@@ -70,65 +70,65 @@ func TestReviewServing(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		csr    func() *certificatesv1.CertificateSigningRequest
-		want   node.Verdict
+		want   approvers.Verdict
 		reason string
 	}{
-		{"its own names and IP", func() *certificatesv1.CertificateSigningRequest { return good(nil) }, node.Approve, "node agent-1"},
+		{"its own names and IP", func() *certificatesv1.CertificateSigningRequest { return good(nil) }, approvers.Approve, "node agent-1"},
 		{"another node's IP", func() *certificatesv1.CertificateSigningRequest {
 			return good(func(r *x509.CertificateRequest) { r.IPAddresses = append(r.IPAddresses, net.ParseIP("192.0.2.10")) })
-		}, node.Deny, "IP 192.0.2.10 is node server's address"},
+		}, approvers.Deny, "IP 192.0.2.10 is node server's address"},
 		{"an address its Node does not list (yet)", func() *certificatesv1.CertificateSigningRequest {
 			return good(func(r *x509.CertificateRequest) { r.IPAddresses = []net.IP{net.ParseIP("198.51.100.7")} })
-		}, node.Wait, "IP 198.51.100.7 is not an address of Node agent-1"},
+		}, approvers.Wait, "IP 198.51.100.7 is not an address of Node agent-1"},
 		{"a DNS name its Node does not list", func() *certificatesv1.CertificateSigningRequest {
 			return good(func(r *x509.CertificateRequest) { r.DNSNames = []string{"kubernetes.default.svc"} })
-		}, node.Wait, `DNS name "kubernetes.default.svc"`},
+		}, approvers.Wait, `DNS name "kubernetes.default.svc"`},
 		{"no Node yet", func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:node:agent-2", nodeGroups, "system:node:agent-2", []string{"system:nodes"}, []string{"agent-2"}, nil, nil)
-		}, node.Wait, "no Node agent-2 yet"},
+		}, approvers.Wait, "no Node agent-2 yet"},
 		{"a node asks in another node's name", func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:node:agent-1", nodeGroups, "system:node:server", []string{"system:nodes"}, []string{"server"}, nil, nil)
-		}, node.Deny, `subject CN="system:node:server"`},
+		}, approvers.Deny, `subject CN="system:node:server"`},
 		{"a bootstrap token asks", func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:bootstrap:abcdef", []string{"system:bootstrappers"}, "system:node:agent-1", []string{"system:nodes"}, []string{"agent-1"}, nil, nil)
-		}, node.Deny, "not by a node's credential"},
+		}, approvers.Deny, "not by a node's credential"},
 		{"a user named like a node but not in system:nodes", func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:node:agent-1", []string{"system:authenticated"}, "system:node:agent-1", []string{"system:nodes"}, []string{"agent-1"}, nil, nil)
-		}, node.Deny, "not by a node's credential"},
+		}, approvers.Deny, "not by a node's credential"},
 		{"another organization", func() *certificatesv1.CertificateSigningRequest {
 			return csrFor(t, "system:node:agent-1", nodeGroups, "system:node:agent-1", []string{"system:masters"}, []string{"agent-1"}, nil, nil)
-		}, node.Deny, "O=[system:masters]"},
+		}, approvers.Deny, "O=[system:masters]"},
 		{"a URI name", func() *certificatesv1.CertificateSigningRequest {
 			return good(func(r *x509.CertificateRequest) { r.URIs = []*url.URL{{Scheme: "spiffe", Host: "x"}} })
-		}, node.Deny, "URI"},
+		}, approvers.Deny, "URI"},
 		{"no names", func() *certificatesv1.CertificateSigningRequest {
 			return good(func(r *x509.CertificateRequest) { r.DNSNames, r.IPAddresses = nil, nil })
-		}, node.Deny, "no DNS name or IP"},
+		}, approvers.Deny, "no DNS name or IP"},
 		{"client auth usage", func() *certificatesv1.CertificateSigningRequest {
 			c := good(nil)
 			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageClientAuth)
 			return c
-		}, node.Deny, `usage "client auth"`},
+		}, approvers.Deny, `usage "client auth"`},
 		{"another signer", func() *certificatesv1.CertificateSigningRequest {
 			c := good(nil)
 			c.Spec.SignerName = certificatesv1.KubeAPIServerClientSignerName
 			return c
-		}, node.Deny, "signer"},
+		}, approvers.Deny, "signer"},
 		{"not a PEM request", func() *certificatesv1.CertificateSigningRequest {
 			c := good(nil)
 			c.Spec.Request = []byte("garbage")
 			return c
-		}, node.Deny, "not a PEM"},
+		}, approvers.Deny, "not a PEM"},
 		{"a corrupted signature", func() *certificatesv1.CertificateSigningRequest {
 			c := good(nil)
 			block, _ := pem.Decode(c.Spec.Request)
 			block.Bytes[len(block.Bytes)-3] ^= 0xff
 			c.Spec.Request = pem.EncodeToMemory(block)
 			return c
-		}, node.Deny, "spec.request"},
+		}, approvers.Deny, "spec.request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, reason := node.ReviewServing(tc.csr(), nodes)
+			got, reason := approvers.ReviewServing(tc.csr(), nodes)
 			assert.Equal(t, tc.want, got, reason)
 			assert.Contains(t, reason, tc.reason)
 		})
@@ -148,16 +148,11 @@ func TestServingApproverRun(t *testing.T) {
 	client := fake.NewClientset(ok, bad, waiting, fresh,
 		nodeWith("agent-1", corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "192.0.2.11"}))
 
-	var mu sync.Mutex
-	var lines []string
-	a := &node.ServingApprover{Resync: 50 * time.Millisecond, PendingLimit: 30 * time.Minute, Logf: func(f string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		lines = append(lines, f)
-	}}
-	ctx, cancel := context.WithCancel(t.Context())
+	a := &approvers.ServingApprover{Resync: 50 * time.Millisecond, PendingLimit: 30 * time.Minute}
+	ctx, lines := logtest.Capture(t.Context())
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- node.RunServingApprover(ctx, a, client) }()
+	go func() { done <- approvers.RunServingApprover(ctx, a, client) }()
 
 	condition := func(name string) certificatesv1.RequestConditionType {
 		c, err := client.CertificatesV1().CertificateSigningRequests().Get(t.Context(), name, metav1.GetOptions{})
@@ -180,7 +175,8 @@ func TestServingApproverRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the approver did not return after its context ended")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	assert.NotEmpty(t, lines, "each decision is logged")
+	for _, csr := range []*certificatesv1.CertificateSigningRequest{ok, bad, waiting} {
+		assert.NotEmpty(t, lines(`"msg"="Decided on a kubelet serving certificate request"`, `"csr"="`+csr.Name+`"`),
+			"each decision is logged, through the context's logger: %s in %q", csr.Name, lines())
+	}
 }

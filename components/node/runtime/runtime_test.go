@@ -1,4 +1,4 @@
-package node_test
+package runtime_test
 
 import (
 	"context"
@@ -22,7 +22,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/proctree"
+	"github.com/kubeharness/kubeharness/components/node/runtime"
 	"github.com/kubeharness/kubeharness/components/node/sandboxes"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
@@ -35,9 +36,8 @@ import (
 //     with -address $FAKE_CRI_SOCKET in a process group of its own,
 //     holding the child's stdout and stderr, sleeping until killed;
 //   - "exit": print "boom: bad config" and exit 3;
-//   - "parent": run a node.Runtime whose child is "cri" and wait to be killed;
-//   - "cleanup-rules": write kube-proxy's and the kubelet's host rules,
-//     clean them up and print what is left (rules_test.go).
+//   - "parent": run a runtime.Runtime whose child is "cri" and wait to be
+//     killed.
 const fakeChildEnv = "KUBEHARNESS_NODE_FAKE_CHILD"
 
 // fakeChild is the re-executed test binary's main.
@@ -47,7 +47,7 @@ func fakeChild(mode string) int {
 		fmt.Println("boom: bad config")
 		return 3
 	case "shim":
-		time.Sleep(time.Hour) // killed by Run (killLeftovers)
+		time.Sleep(time.Hour) // killed by Run (KillLeftovers)
 		return 0
 	case "cri", "cri-ignore-term", "cri-fail-remove", "cri-with-shim":
 		if pidFile := os.Getenv("FAKE_PID_FILE"); pidFile != "" {
@@ -83,10 +83,8 @@ func fakeChild(mode string) int {
 				return 0
 			}
 		}
-	case "cleanup-rules":
-		return cleanupRulesChild()
 	case "parent":
-		r := node.NewRuntime(node.RuntimeConfig{
+		r := runtime.New(runtime.Config{
 			Command: []string{os.Args[0]},
 			Env:     append(os.Environ(), fakeChildEnv+"=cri"),
 			Socket:  os.Getenv("FAKE_CRI_SOCKET"),
@@ -140,10 +138,10 @@ func shortSocket(t *testing.T) string {
 
 // runtimeFor builds a Runtime for mode with its socket in the child's
 // environment.
-func runtimeFor(t *testing.T, mode string, out *syncBuffer, beforeReady func(context.Context) error) *node.Runtime {
+func runtimeFor(t *testing.T, mode string, out *syncBuffer, beforeReady func(context.Context) error) *runtime.Runtime {
 	t.Helper()
 	sock := shortSocket(t)
-	return node.NewRuntime(node.RuntimeConfig{
+	return runtime.New(runtime.Config{
 		Command:     []string{os.Args[0]},
 		Env:         append(os.Environ(), fakeChildEnv+"="+mode, "FAKE_CRI_SOCKET="+sock),
 		Socket:      sock,
@@ -232,26 +230,26 @@ func TestRuntimeStopWithShimHoldingOutput(t *testing.T) {
 		t.Fatal("Run waited for the shim to close the child's output")
 	}
 	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Eventually(t, func() bool { return !alive(shim) }, 5*time.Second, 20*time.Millisecond, "the shim %d was killed", shim)
+	assert.Eventually(t, func() bool { return !proctree.Alive(shim) }, 5*time.Second, 20*time.Millisecond, "the shim %d was killed", shim)
 }
 
 // TestRuntimeExitIsNamedError: the child exiting by itself is Run's
-// *RuntimeExitError with its exit and last output; a command that cannot
+// *ExitError with its exit and last output; a command that cannot
 // start is one too.
 func TestRuntimeExitIsNamedError(t *testing.T) {
 	r := runtimeFor(t, "exit", &syncBuffer{}, nil)
 	err := r.Run(t.Context())
-	var re *node.RuntimeExitError
+	var re *runtime.ExitError
 	require.ErrorAs(t, err, &re)
 	assert.ErrorContains(t, err, "containerd exited: exit status 3")
 	assert.Equal(t, "boom: bad config", re.Tail)
 
-	missing := node.NewRuntime(node.RuntimeConfig{Command: []string{filepath.Join(t.TempDir(), "no-such-binary")}, Socket: shortSocket(t)})
+	missing := runtime.New(runtime.Config{Command: []string{filepath.Join(t.TempDir(), "no-such-binary")}, Socket: shortSocket(t)})
 	err = missing.Run(t.Context())
 	require.ErrorAs(t, err, &re)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
 
-	assert.ErrorContains(t, node.NewRuntime(node.RuntimeConfig{}).Run(t.Context()), "no command or socket")
+	assert.ErrorContains(t, runtime.New(runtime.Config{}).Run(t.Context()), "no command or socket")
 }
 
 // TestRuntimeDiesWithItsParent: a process running a Runtime is killed with
@@ -272,18 +270,7 @@ func TestRuntimeDiesWithItsParent(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond, "the runtime child started")
 	require.NoError(t, parent.Process.Kill())
 	_ = parent.Wait()
-	assert.Eventually(t, func() bool { return !alive(child) }, 10*time.Second, 20*time.Millisecond, "the child %d died with its parent", child)
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z"
+	assert.Eventually(t, func() bool { return !proctree.Alive(child) }, 10*time.Second, 20*time.Millisecond, "the child %d died with its parent", child)
 }
 
 // TestRuntimeStopWithSandboxesLeft: sandboxes the CRI fails to remove are

@@ -1,9 +1,11 @@
-package node_test
+package proxy_test
 
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -15,19 +17,25 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/proxy"
+	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
+// alphaGate is an alpha feature (the kubelet's, since v1.36) of both
+// minors.
+const alphaGate = "CRIListStreaming"
+
 // parsedProxy adds kube-proxy's flags to a private scope, parses args and
 // completes it.
-func parsedProxy(t *testing.T, args ...string) (*node.KubeProxy, *scoping.Scope, error) {
+func parsedProxy(t *testing.T, args ...string) (*proxy.KubeProxy, *scoping.Scope, error) {
 	t.Helper()
-	b, err := scoping.NewBarrier(privateTarget(t), scoping.WithLogger(logr.Discard()))
+	b, err := scoping.NewBarrier(testenv.MustPrivateTarget(), scoping.WithLogger(logr.Discard()))
 	require.NoError(t, err)
-	s, err := b.NewScope(node.KubeProxyName)
+	s, err := b.NewScope(proxy.Name)
 	require.NoError(t, err)
-	p := node.NewKubeProxy()
+	p := proxy.New()
 	require.NoError(t, p.AddFlags(s))
 	if err := s.Parse(args); err != nil {
 		return p, s, err
@@ -39,11 +47,11 @@ func parsedProxy(t *testing.T, args ...string) (*node.KubeProxy, *scoping.Scope,
 // that make the command exit are refused with the reason, as are the
 // unreconciled logging flags.
 func TestKubeProxyFlags(t *testing.T) {
-	b, err := scoping.NewBarrier(privateTarget(t), scoping.WithLogger(logr.Discard()))
+	b, err := scoping.NewBarrier(testenv.MustPrivateTarget(), scoping.WithLogger(logr.Discard()))
 	require.NoError(t, err)
-	s, err := b.NewScope(node.KubeProxyName)
+	s, err := b.NewScope(proxy.Name)
 	require.NoError(t, err)
-	require.NoError(t, node.NewKubeProxy().AddFlags(s))
+	require.NoError(t, proxy.New().AddFlags(s))
 	fs := s.FlagSet()
 	for _, name := range []string{"config", "kubeconfig", "hostname-override", "proxy-mode", "cluster-cidr", "feature-gates",
 		"healthz-bind-address", "metrics-bind-address", "conntrack-max-per-core", "nodeport-addresses", "v", "vmodule", "logging-format"} {
@@ -65,26 +73,24 @@ func TestKubeProxyFlags(t *testing.T) {
 // *scoping.FlagError naming kube-proxy, the flag and the value.
 func TestKubeProxyConfigFile(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "proxy.yaml")
-	writeFile(t, good, `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+	good := writeTemp(t, dir, "proxy.yaml", `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
 hostnameOverride: node-f
 healthzBindAddress: 127.0.0.1:10356
 featureGates:
-  `+kubeletAlpha+`: true
+  `+alphaGate+`: true
 `)
 	// An unknown field: the strict decoder refuses it, upstream's lenient one (v1alpha1) takes it.
-	lenient := filepath.Join(dir, "lenient.yaml")
-	writeFile(t, lenient, "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nnoSuchField: 1\n")
+	lenient := writeTemp(t, dir, "lenient.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: iptables\nnoSuchField: 1\n")
 	t.Run("file", func(t *testing.T) {
 		p, s, err := parsedProxy(t, "--config="+good)
 		require.NoError(t, err)
 		assert.Equal(t, "nftables", p.Mode())
 		req := s.Requested()
-		require.Contains(t, req.Features, kubeletAlpha)
-		assert.Equal(t, "true", req.Features[kubeletAlpha].Value)
-		assert.Equal(t, "--config="+good, req.Features[kubeletAlpha].Flag)
+		require.Contains(t, req.Features, alphaGate)
+		assert.Equal(t, "true", req.Features[alphaGate].Value)
+		assert.Equal(t, "--config="+good, req.Features[alphaGate].Flag)
 	})
 	t.Run("lenient", func(t *testing.T) {
 		p, _, err := parsedProxy(t, "--config="+lenient)
@@ -92,10 +98,10 @@ featureGates:
 		assert.Equal(t, "iptables", p.Mode())
 	})
 	t.Run("flags", func(t *testing.T) {
-		p, s, err := parsedProxy(t, "--proxy-mode=nftables", "--feature-gates="+kubeletAlpha+"=true")
+		p, s, err := parsedProxy(t, "--proxy-mode=nftables", "--feature-gates="+alphaGate+"=true")
 		require.NoError(t, err)
 		assert.Equal(t, "nftables", p.Mode())
-		assert.Equal(t, "--feature-gates="+kubeletAlpha+"=true", s.Requested().Features[kubeletAlpha].Flag)
+		assert.Equal(t, "--feature-gates="+alphaGate+"=true", s.Requested().Features[alphaGate].Flag)
 	})
 	for _, tc := range []struct {
 		name string
@@ -106,13 +112,13 @@ featureGates:
 		{"missing file", []string{"--config=" + filepath.Join(dir, "missing.yaml")}, "--config", []string{"missing.yaml", "no such file"}},
 		{"not yaml", []string{"--config=" + writeTemp(t, dir, "bad.yaml", "mode: [")}, "--config", []string{"decoding"}},
 		{"other kind", []string{"--config=" + writeTemp(t, dir, "kind.yaml", "apiVersion: v1\nkind: ConfigMap\n")}, "--config", []string{"kube-proxy: --config="}},
-		{"gates beside the file", []string{"--config=" + good, "--feature-gates=" + kubeletAlpha + "=false"}, "--feature-gates", []string{"ignores --feature-gates", "set featureGates in the file"}},
+		{"gates beside the file", []string{"--config=" + good, "--feature-gates=" + alphaGate + "=false"}, "--feature-gates", []string{"ignores --feature-gates", "set featureGates in the file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := parsedProxy(t, tc.args...)
 			var fe *scoping.FlagError
 			require.ErrorAs(t, err, &fe)
-			assert.Equal(t, node.KubeProxyName, fe.Component)
+			assert.Equal(t, proxy.Name, fe.Component)
 			assert.Equal(t, tc.flag, fe.Flag)
 			for _, w := range tc.want {
 				assert.ErrorContains(t, err, w)
@@ -128,7 +134,7 @@ featureGates:
 func writeTemp(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	writeFile(t, path, text)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 	return path
 }
 
@@ -137,13 +143,13 @@ func writeTemp(t *testing.T, dir, name, text string) string {
 // the flag; the same value is SET-BY both. Nothing runs.
 func TestKubeProxyGatesAtTheBarrier(t *testing.T) {
 	dry := func(t *testing.T, apiserverArgs, proxyArgs []string) (*scoping.Plan, error) {
-		target := privateTarget(t)
+		target := testenv.MustPrivateTarget()
 		h := &harness.Harness{Target: &target, Logger: logr.Discard()}
 		require.NoError(t, h.Add(components.NewAPIServer(), apiserverArgs))
-		require.NoError(t, h.Add(node.NewKubeProxy(), proxyArgs, components.APIServerName))
+		require.NoError(t, h.Add(proxy.New(), proxyArgs, components.APIServerName))
 		return h.DryRun(t.Context())
 	}
-	gate := "--feature-gates=" + kubeletAlpha
+	gate := "--feature-gates=" + alphaGate
 	t.Run("conflict", func(t *testing.T) {
 		_, err := dry(t, []string{gate + "=false"}, []string{gate + "=true"})
 		var ce *scoping.ConflictError
@@ -152,7 +158,7 @@ func TestKubeProxyGatesAtTheBarrier(t *testing.T) {
 		assert.ErrorContains(t, err, "kube-proxy sets true ("+gate+"=true)")
 	})
 	t.Run("conflict with a file", func(t *testing.T) {
-		file := writeTemp(t, t.TempDir(), "proxy.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nfeatureGates:\n  "+kubeletAlpha+": true\n")
+		file := writeTemp(t, t.TempDir(), "proxy.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nfeatureGates:\n  "+alphaGate+": true\n")
 		_, err := dry(t, []string{gate + "=false"}, []string{"--config=" + file})
 		var ce *scoping.ConflictError
 		require.ErrorAs(t, err, &ce)
@@ -161,20 +167,22 @@ func TestKubeProxyGatesAtTheBarrier(t *testing.T) {
 	t.Run("agree", func(t *testing.T) {
 		plan, err := dry(t, []string{gate + "=true"}, []string{gate + "=true"})
 		require.NoError(t, err)
-		assert.Equal(t, "kube-apiserver=true,kube-proxy=true", featureState(t, plan, kubeletAlpha).SetBy())
+		i := slices.IndexFunc(plan.FeatureStates(), func(f scoping.FeatureState) bool { return f.Name == alphaGate })
+		require.GreaterOrEqual(t, i, 0, "%s in the plan", alphaGate)
+		assert.Equal(t, "kube-apiserver=true,kube-proxy=true", plan.FeatureStates()[i].SetBy())
 	})
 }
 
 // TestKubeProxyStartsOnce: kube-proxy is a harness.Once, not a Renewer,
 // and a Run before AddFlags and Complete is an error.
 func TestKubeProxyStartsOnce(t *testing.T) {
-	var c harness.Component = node.NewKubeProxy()
+	var c harness.Component = proxy.New()
 	once, ok := c.(harness.Once)
 	require.True(t, ok)
 	assert.Contains(t, once.StartsOnce(), "wait.NeverStop")
 	_, renews := c.(harness.Renewer)
 	assert.False(t, renews)
-	assert.ErrorContains(t, node.NewKubeProxy().Run(t.Context()), "Run before AddFlags and Complete")
+	assert.ErrorContains(t, proxy.New().Run(t.Context()), "Run before AddFlags and Complete")
 }
 
 // TestKubeProxyPortTaken: a taken healthz or metrics port is Run's named

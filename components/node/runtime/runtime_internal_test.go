@@ -1,4 +1,4 @@
-package node
+package runtime
 
 import (
 	"os"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/components/node/proctree"
 )
 
 // TestKillShims: a process whose command line has "-address SOCKET" (a
@@ -50,11 +52,11 @@ func TestKillShims(t *testing.T) {
 		return err == nil && strings.HasPrefix(string(cmd), "/usr/local/bin/k3s-like -namespace") && strings.HasPrefix(string(pcmd), bin+"/bridge")
 	}, 10*time.Second, 10*time.Millisecond)
 
-	assert.Equal(t, leftovers{shims: 2, plugins: 1}, killLeftovers(0, sock, bin, 5*time.Second), "the shim and its container, the plugin")
-	// Dead when killLeftovers returns: no waiting here.
-	assert.False(t, alive(container), "the container process was killed before killLeftovers returned")
-	assert.False(t, alive(shim.Process.Pid), "the shim was killed before killLeftovers returned")
-	assert.False(t, alive(plugin.Process.Pid), "the plugin was killed before killLeftovers returned")
+	assert.Equal(t, Leftovers{Shims: 2, Plugins: 1}, KillLeftovers(0, sock, bin, 5*time.Second), "the shim and its container, the plugin")
+	// Dead when KillLeftovers returns: no waiting here.
+	assert.False(t, proctree.Alive(container), "the container process was killed before KillLeftovers returned")
+	assert.False(t, proctree.Alive(shim.Process.Pid), "the shim was killed before KillLeftovers returned")
+	assert.False(t, proctree.Alive(plugin.Process.Pid), "the plugin was killed before KillLeftovers returned")
 	<-pluginDone
 	select {
 	case <-done:
@@ -63,10 +65,10 @@ func TestKillShims(t *testing.T) {
 	}
 	_, err := os.Stat("/proc/" + strconv.Itoa(other.Process.Pid))
 	assert.NoError(t, err, "a process not naming the socket is left alone")
-	assert.Equal(t, leftovers{}, killLeftovers(0, sock, bin, 5*time.Second), "nothing left")
+	assert.Equal(t, Leftovers{}, KillLeftovers(0, sock, bin, 5*time.Second), "nothing left")
 }
 
-// TestKillGroup: every process of the group is dead when killLeftovers
+// TestKillGroup: every process of the group is dead when KillLeftovers
 // returns (a CNI plugin containerd left running); another is not touched.
 func TestKillGroup(t *testing.T) {
 	leader := exec.Command("sh", "-c", "sleep 310 & sleep 311 & wait")
@@ -79,21 +81,16 @@ func TestKillGroup(t *testing.T) {
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
 	var members []int
 	require.Eventually(t, func() bool {
-		procs, err := readProcs()
+		procs, err := proctree.Read()
 		require.NoError(t, err)
-		members = members[:0]
-		for pid, pg := range procs.pgrp {
-			if pg == leader.Process.Pid {
-				members = append(members, pid)
-			}
-		}
+		members = procs.Group(leader.Process.Pid)
 		return len(members) == 3
 	}, 10*time.Second, 10*time.Millisecond, "sh and its two sleeps")
-	assert.Equal(t, leftovers{group: 3}, killLeftovers(leader.Process.Pid, "", "", 5*time.Second))
+	assert.Equal(t, Leftovers{Group: 3}, KillLeftovers(leader.Process.Pid, "", "", 5*time.Second))
 	for _, pid := range members {
-		assert.False(t, alive(pid), "process %d of the group", pid)
+		assert.False(t, proctree.Alive(pid), "process %d of the group", pid)
 	}
-	assert.True(t, alive(other.Process.Pid), "a process of another group is left alone")
+	assert.True(t, proctree.Alive(other.Process.Pid), "a process of another group is left alone")
 	<-done
-	assert.Equal(t, leftovers{}, killLeftovers(leader.Process.Pid, "", "", 5*time.Second), "nothing left")
+	assert.Equal(t, Leftovers{}, KillLeftovers(leader.Process.Pid, "", "", 5*time.Second), "nothing left")
 }

@@ -1,6 +1,6 @@
 //go:build k8s1_36
 
-package node_test
+package kubelet_test
 
 // kubeletAlphaNew is an alpha kubelet feature new in this minor (v1.36),
 // not available when the process emulates previousMinor.

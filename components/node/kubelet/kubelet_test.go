@@ -1,4 +1,4 @@
-package node_test
+package kubelet_test
 
 import (
 	"net"
@@ -14,19 +14,12 @@ import (
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/node"
+	"github.com/kubeharness/kubeharness/components/node/kubelet"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
-
-// privateTarget is testenv.PrivateTarget, for tests that only parse.
-func privateTarget(t testing.TB) scoping.Target {
-	t.Helper()
-	target, err := testenv.PrivateTarget()
-	require.NoError(t, err)
-	return target
-}
 
 // kubeletAlpha is an alpha kubelet feature (since v1.36) of both minors.
 const kubeletAlpha = "CRIListStreaming"
@@ -38,19 +31,19 @@ const cgroupV1OptOut = "--fail-cgroupv1=false"
 
 // parsedKubelet adds a kubelet's flags to a private scope, parses args
 // (after cgroupV1OptOut) and completes it.
-func parsedKubelet(t *testing.T, args ...string) (*node.Kubelet, *scoping.Scope, error) {
+func parsedKubelet(t *testing.T, args ...string) (*kubelet.Kubelet, *scoping.Scope, error) {
 	t.Helper()
 	return parsedKubeletExactly(t, append([]string{cgroupV1OptOut}, args...)...)
 }
 
 // parsedKubeletExactly is parsedKubelet with exactly args.
-func parsedKubeletExactly(t *testing.T, args ...string) (*node.Kubelet, *scoping.Scope, error) {
+func parsedKubeletExactly(t *testing.T, args ...string) (*kubelet.Kubelet, *scoping.Scope, error) {
 	t.Helper()
-	b, err := scoping.NewBarrier(privateTarget(t), scoping.WithLogger(logr.Discard()))
+	b, err := scoping.NewBarrier(testenv.MustPrivateTarget(), scoping.WithLogger(logr.Discard()))
 	require.NoError(t, err)
-	s, err := b.NewScope(node.KubeletName)
+	s, err := b.NewScope(kubelet.Name)
 	require.NoError(t, err)
-	k := node.NewKubelet()
+	k := kubelet.New()
 	require.NoError(t, k.AddFlags(s))
 	if err := s.Parse(args); err != nil {
 		return k, s, err
@@ -68,11 +61,11 @@ func writeFile(t *testing.T, path, text string) {
 // normalisation, the command's --version left out, process-wide flags
 // refused with the reason.
 func TestKubeletFlags(t *testing.T) {
-	b, err := scoping.NewBarrier(privateTarget(t), scoping.WithLogger(logr.Discard()))
+	b, err := scoping.NewBarrier(testenv.MustPrivateTarget(), scoping.WithLogger(logr.Discard()))
 	require.NoError(t, err)
-	s, err := b.NewScope(node.KubeletName)
+	s, err := b.NewScope(kubelet.Name)
 	require.NoError(t, err)
-	require.NoError(t, node.NewKubelet().AddFlags(s))
+	require.NoError(t, kubelet.New().AddFlags(s))
 	fs := s.FlagSet()
 	for _, name := range []string{"config", "config-dir", "kubeconfig", "node-ip", "hostname-override", "cert-dir", "root-dir", "node-labels",
 		"feature-gates", "port", "max-pods", "container-runtime-endpoint", "cgroup-driver", "v", "vmodule", "logging-format"} {
@@ -126,7 +119,7 @@ featureGates:
 		assert.NotEmpty(t, kc.EvictionHard, "the default hard eviction thresholds")
 		assert.Equal(t, map[string]bool{kubeletAlpha: true, "AllAlpha": false, "AllBeta": true}, kc.FeatureGates)
 		req := s.Requested().Features
-		assert.Equal(t, scoping.Request{Component: node.KubeletName, Value: "true", Flag: "--config=" + config}, req[kubeletAlpha])
+		assert.Equal(t, scoping.Request{Component: kubelet.Name, Value: "true", Flag: "--config=" + config}, req[kubeletAlpha])
 		assert.Equal(t, "--config-dir="+dropins, req["AllBeta"].Flag)
 		assert.True(t, s.FeatureGate().Enabled(kubeletAlpha))
 	})
@@ -176,7 +169,7 @@ func TestKubeletBadInput(t *testing.T) {
 			k, _, err := parsedKubelet(t, tc.args...)
 			var fe *scoping.FlagError
 			require.ErrorAs(t, err, &fe)
-			assert.Equal(t, node.KubeletName, fe.Component)
+			assert.Equal(t, kubelet.Name, fe.Component)
 			for _, w := range tc.want {
 				assert.ErrorContains(t, err, w)
 			}
@@ -192,10 +185,10 @@ func TestKubeletBadInput(t *testing.T) {
 // refused when the apiserver emulates the previous minor. Nothing runs in any case.
 func TestKubeletGatesAtTheBarrier(t *testing.T) {
 	dry := func(t *testing.T, apiserverArgs, kubeletArgs []string) (*scoping.Plan, error) {
-		target := privateTarget(t)
+		target := testenv.MustPrivateTarget()
 		h := &harness.Harness{Target: &target, Logger: logr.Discard()}
 		require.NoError(t, h.Add(components.NewAPIServer(), apiserverArgs))
-		require.NoError(t, h.Add(node.NewKubelet(), append([]string{cgroupV1OptOut}, kubeletArgs...), components.APIServerName))
+		require.NoError(t, h.Add(kubelet.New(), append([]string{cgroupV1OptOut}, kubeletArgs...), components.APIServerName))
 		return h.DryRun(t.Context())
 	}
 	gate := "--feature-gates=" + kubeletAlpha
@@ -275,13 +268,13 @@ func TestKubeletPortTaken(t *testing.T) {
 // TestKubeletStartsOnce: the kubelet is a harness.Once, not a Renewer: the
 // harness refuses to restart it.
 func TestKubeletStartsOnce(t *testing.T) {
-	var c harness.Component = node.NewKubelet()
+	var c harness.Component = kubelet.New()
 	once, ok := c.(harness.Once)
 	require.True(t, ok)
 	assert.Contains(t, once.StartsOnce(), "wait.NeverStop")
 	_, renews := c.(harness.Renewer)
 	assert.False(t, renews)
-	k := node.NewKubelet()
+	k := kubelet.New()
 	assert.ErrorContains(t, k.Run(t.Context()), "Run before AddFlags and Complete")
 }
 

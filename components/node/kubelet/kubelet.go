@@ -1,37 +1,34 @@
-package node
+package kubelet
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/clientcmd"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/configz"
-	"k8s.io/component-base/featuregate"
 	kubeletapp "k8s.io/kubernetes/cmd/kubelet/app"
 	kubeletopts "k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 
 	"github.com/kubeharness/kubeharness/components/internal/flags"
+	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// KubeletName is the component name of the kubelet adapter.
-const KubeletName = names.Kubelet
+// Name is the component name of the kubelet adapter.
+const Name = names.Kubelet
 
 // kubeletConfigzName is the configz name the kubelet's run registers.
 const kubeletConfigzName = "kubeletconfig"
@@ -46,7 +43,7 @@ var kubeletProcessFlags = []string{"housekeeping-interval"}
 // component. It takes the kubelet's flags (those of options.KubeletFlags
 // and options.AddKubeletConfigFlags) and its configuration files (--config
 // and --config-dir, merged as upstream merges them, flags last). Create it
-// with NewKubelet; a value runs once, and a process runs one kubelet once
+// with New; a value runs once, and a process runs one kubelet once
 // (StartsOnce).
 //
 // Its feature gates — --feature-gates and the files' featureGates — are
@@ -61,8 +58,7 @@ var kubeletProcessFlags = []string{"housekeeping-interval"}
 // app.UnsecuredDependencies and app.Run, never NewKubeletCommand (which
 // installs signal handlers, applies logging and writes the process gate).
 type Kubelet struct {
-	ready     chan struct{} // closed once ready
-	readyOnce sync.Once
+	ready probe.Readiness
 
 	flags  *kubeletopts.KubeletFlags
 	config *kubeletconfig.KubeletConfiguration
@@ -70,13 +66,11 @@ type Kubelet struct {
 	server *kubeletopts.KubeletServer // set by Complete
 }
 
-// NewKubelet returns a kubelet component.
-func NewKubelet() *Kubelet {
-	return &Kubelet{ready: make(chan struct{})}
-}
+// New returns a kubelet component.
+func New() *Kubelet { return &Kubelet{} }
 
 // Name returns "kubelet".
-func (k *Kubelet) Name() string { return KubeletName }
+func (k *Kubelet) Name() string { return Name }
 
 // StartsOnce says why a process starts its kubelet once (harness.Once).
 func (k *Kubelet) StartsOnce() string {
@@ -95,13 +89,12 @@ func (k *Kubelet) AddFlags(s *scoping.Scope) error {
 		return err
 	}
 	k.flags, k.config, k.replay = kubeletopts.NewKubeletFlags(), config, &kubeletReplay{}
-	own := pflag.NewFlagSet(KubeletName, pflag.ContinueOnError)
+	own := pflag.NewFlagSet(Name, pflag.ContinueOnError)
 	k.flags.AddFlags(own)
-	cfg := pflag.NewFlagSet(KubeletName+"-config", pflag.ContinueOnError)
+	cfg := pflag.NewFlagSet(Name+"-config", pflag.ContinueOnError)
 	kubeletopts.AddKubeletConfigFlags(cfg, k.config)
 	k.replay.record(cfg)
-	gates := cfg.Lookup("feature-gates")
-	gates.Value = &gateTee{Value: gates.Value, gate: s.FeatureGate()}
+	flags.TeeFeatureGates(cfg, s.FeatureGate())
 	for _, name := range kubeletProcessFlags {
 		cfg.String(name, "", "cadvisor's process-wide setting")
 	}
@@ -112,33 +105,17 @@ func (k *Kubelet) AddFlags(s *scoping.Scope) error {
 	return nil
 }
 
-// gateTee is the kubelet's --feature-gates value that also sets the
-// scope's gate, so that the scope records the flag's features as the
-// kubelet's requests.
-type gateTee struct {
-	pflag.Value
-	gate featuregate.MutableFeatureGate
-}
-
-// Set sets the scope's gate, then the kubelet's map.
-func (g *gateTee) Set(s string) error {
-	if err := g.gate.Set(s); err != nil {
-		return err
-	}
-	return g.Value.Set(s)
-}
-
 // Complete validates the flags, merges the configuration files over them
-// (see kubelet_config.go), records the files' feature gates as the
+// (see config.go), records the files' feature gates as the
 // kubelet's requests (scoping.Scope.SetFeatures, named by their file) and
 // validates the configuration against the scope's gate, all before the
 // barrier: a bad file or value fails the parse phase.
 func (k *Kubelet) Complete(s *scoping.Scope) error {
 	if k.flags == nil {
-		return fmt.Errorf("%s: Complete before AddFlags", KubeletName)
+		return fmt.Errorf("%s: Complete before AddFlags", Name)
 	}
 	if err := kubeletopts.ValidateKubeletFlags(k.flags); err != nil {
-		return &scoping.FlagError{Component: KubeletName, Err: err}
+		return &scoping.FlagError{Component: Name, Err: err}
 	}
 	files, err := mergeKubeletFiles(context.Background(), k.flags, k.config, k.replay)
 	if err != nil {
@@ -150,7 +127,7 @@ func (k *Kubelet) Complete(s *scoping.Scope) error {
 		}
 	}
 	if err := kubeletvalidation.ValidateKubeletConfiguration(files.config, s.FeatureGate()); err != nil {
-		return &scoping.FlagError{Component: KubeletName, Err: fmt.Errorf("invalid configuration: %w", err)}
+		return &scoping.FlagError{Component: Name, Err: fmt.Errorf("invalid configuration: %w", err)}
 	}
 	k.server = &kubeletopts.KubeletServer{KubeletFlags: *k.flags, KubeletConfiguration: *files.config}
 	return nil
@@ -181,31 +158,30 @@ func (k *Kubelet) Server() *kubeletopts.KubeletServer { return k.server }
 // kubelet's informers and servers do not (StartsOnce).
 func (k *Kubelet) Run(ctx context.Context) error {
 	if k.server == nil {
-		return fmt.Errorf("%s: Run before AddFlags and Complete", KubeletName)
+		return fmt.Errorf("%s: Run before AddFlags and Complete", Name)
 	}
 	if ctx.Err() != nil {
 		return nil // stopped before it started
 	}
 	kc := &k.server.KubeletConfiguration
-	if err := portsFree(KubeletName, kubeletPorts(kc)); err != nil {
+	if err := flags.PortsFree(Name, kubeletPorts(kc)); err != nil {
 		return err
 	}
 	deps, err := kubeletapp.UnsecuredDependencies(ctx, k.server, utilfeature.DefaultFeatureGate)
 	if err != nil {
-		return fmt.Errorf("%s: %w", KubeletName, err)
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	defer configz.Delete(kubeletConfigzName)
-	probeCtx, stop := context.WithCancel(ctx)
-	defer stop()
 	kubeconfig := k.server.KubeConfig
-	go func() {
-		if kc.HealthzPort > 0 && waitHealthz(probeCtx, net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort))), kubeletHealthy) != nil {
-			return
+	stopProbe := k.ready.MarkWhen(ctx, func(ctx context.Context) error {
+		if kc.HealthzPort > 0 {
+			if err := probe.NewHTTP(healthzAddr(kc)).WaitOK(ctx, "/healthz"); err != nil {
+				return err
+			}
 		}
-		if waitCredential(probeCtx, kubeconfig) == nil {
-			k.markReady()
-		}
-	}()
+		return waitCredential(ctx, kubeconfig)
+	})
+	defer stopProbe()
 	return stoppedWhileStarting(ctx, kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate))
 }
 
@@ -228,48 +204,40 @@ func stoppedWhileStarting(ctx context.Context, err error) error {
 // it) and its --kubeconfig has its client certificate (a bootstrapping
 // kubelet writes it once its request is signed; what shares its
 // credential, kube-proxy, needs it); or until ctx ends.
-func (k *Kubelet) Ready(ctx context.Context) error {
-	select {
-	case <-k.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (k *Kubelet) Ready(ctx context.Context) error { return k.ready.Wait(ctx) }
 
 // waitCredential waits until kubeconfig loads and the client certificate
 // file it names, if any, exists: a bootstrapping kubelet writes its
 // kubeconfig first, the certificate once it is signed.
 func waitCredential(ctx context.Context, kubeconfig string) error {
-	return wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+	return probe.Poll(ctx, 200*time.Millisecond, func(context.Context) error {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
-			return false, nil
+			return err
 		}
 		if cfg.CertFile != "" {
 			if _, err := os.Stat(cfg.CertFile); err != nil {
-				return false, nil
+				return err
 			}
 		}
-		return true, nil
+		return nil
 	})
 }
 
-// markReady reports the kubelet ready; later calls do nothing.
-func (k *Kubelet) markReady() { k.readyOnce.Do(func() { close(k.ready) }) }
-
 // kubeletPorts returns the ports the kubelet will listen on: its API
 // (--address, --port), its read-only port if set, its /healthz if set.
-func kubeletPorts(kc *kubeletconfig.KubeletConfiguration) []listenPort {
-	ports := []listenPort{{"--port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port)))}}
+func kubeletPorts(kc *kubeletconfig.KubeletConfiguration) []flags.Listen {
+	ports := []flags.Listen{{Flag: "--port", Addr: net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.Port)))}}
 	if kc.ReadOnlyPort > 0 {
-		ports = append(ports, listenPort{"--read-only-port", net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))})
+		ports = append(ports, flags.Listen{Flag: "--read-only-port", Addr: net.JoinHostPort(kc.Address, strconv.Itoa(int(kc.ReadOnlyPort)))})
 	}
 	if kc.HealthzPort > 0 {
-		ports = append(ports, listenPort{"--healthz-port", net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort)))})
+		ports = append(ports, flags.Listen{Flag: "--healthz-port", Addr: healthzAddr(kc)})
 	}
 	return ports
 }
 
-// kubeletHealthy is the kubelet's /healthz answer when it is: 200.
-func kubeletHealthy(code int, _ []byte) bool { return code == http.StatusOK }
+// healthzAddr is the address of the kubelet's /healthz.
+func healthzAddr(kc *kubeletconfig.KubeletConfiguration) string {
+	return net.JoinHostPort(kc.HealthzBindAddress, strconv.Itoa(int(kc.HealthzPort)))
+}

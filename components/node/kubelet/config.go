@@ -1,4 +1,4 @@
-package node
+package kubelet
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func mergeKubeletFiles(ctx context.Context, f *kubeletopts.KubeletFlags, flagged
 		origin := "--config=" + f.KubeletConfigFile
 		var err error
 		if kc, err = loadKubeletConfigFile(ctx, f.KubeletConfigFile); err != nil {
-			return nil, &scoping.FlagError{Component: KubeletName, Flag: "--config", Value: f.KubeletConfigFile, Err: err}
+			return nil, &scoping.FlagError{Component: Name, Flag: "--config", Value: f.KubeletConfigFile, Err: err}
 		}
 		if len(kc.FeatureGates) > 0 {
 			out.gates[origin] = maps.Clone(kc.FeatureGates)
@@ -116,7 +116,7 @@ func mergeKubeletFiles(ctx context.Context, f *kubeletopts.KubeletFlags, flagged
 	if dir := f.KubeletDropinConfigDirectory; dir != "" {
 		before := maps.Clone(kc.FeatureGates)
 		if err := mergeKubeletDropins(kc, dir); err != nil {
-			return nil, &scoping.FlagError{Component: KubeletName, Flag: "--config-dir", Value: dir, Err: err}
+			return nil, &scoping.FlagError{Component: Name, Flag: "--config-dir", Value: dir, Err: err}
 		}
 		fromDir := map[string]bool{}
 		for name, on := range kc.FeatureGates {
@@ -133,7 +133,7 @@ func mergeKubeletFiles(ctx context.Context, f *kubeletopts.KubeletFlags, flagged
 	}
 	fileGates := kc.FeatureGates
 	if err := replay.over(kc); err != nil {
-		return nil, &scoping.FlagError{Component: KubeletName, Err: err}
+		return nil, &scoping.FlagError{Component: Name, Err: err}
 	}
 	if kc.FeatureGates == nil {
 		kc.FeatureGates = map[string]bool{}

@@ -1,4 +1,4 @@
-package node
+package approvers
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
@@ -34,6 +35,8 @@ const ServingApproverName = "kubelet-serving-approver"
 // request only as ReviewServing allows; it denies one that can never be
 // valid and leaves pending one whose Node does not (yet) list its
 // addresses, denying it after PendingLimit. It never fails the harness.
+// It logs each decision through the logger in Run's context
+// (klog.FromContext).
 type ServingApprover struct {
 	// Kubeconfig is the approver's own kubeconfig (pki's
 	// KubeletServingApprover identity, with a role to read Nodes and
@@ -45,8 +48,6 @@ type ServingApprover struct {
 	// PendingLimit is how long a request whose addresses no Node lists
 	// stays pending before it is denied; 0 means 10 minutes.
 	PendingLimit time.Duration
-	// Logf logs a line; nil logs nothing.
-	Logf func(format string, args ...any)
 }
 
 var (
@@ -67,13 +68,7 @@ func (a *ServingApprover) Ready(context.Context) error { return nil }
 // Renew is harness.Renewer's: a new, unstarted approver with the same
 // settings.
 func (a *ServingApprover) Renew() harness.Component {
-	return &ServingApprover{Kubeconfig: a.Kubeconfig, Resync: a.Resync, PendingLimit: a.PendingLimit, Logf: a.Logf}
-}
-
-func (a *ServingApprover) logf(format string, args ...any) {
-	if a.Logf != nil {
-		a.Logf(format, args...)
-	}
+	return &ServingApprover{Kubeconfig: a.Kubeconfig, Resync: a.Resync, PendingLimit: a.PendingLimit}
 }
 
 // Run reviews requests until ctx ends; it always returns nil (a client
@@ -88,7 +83,7 @@ func (a *ServingApprover) Run(ctx context.Context) error {
 		client, err = kubernetes.NewForConfig(cfg)
 	}
 	if err != nil {
-		a.logf("%s: %v", ServingApproverName, err)
+		klog.FromContext(ctx).Error(err, "No client; approving nothing", "kubeconfig", a.Kubeconfig)
 		<-ctx.Done()
 		return nil
 	}
@@ -172,13 +167,14 @@ func (a *ServingApprover) decide(ctx context.Context, client kubernetes.Interfac
 	}
 	upd := csr.DeepCopy()
 	upd.Status.Conditions = append(upd.Status.Conditions, cond)
+	logger := klog.FromContext(ctx).WithValues("csr", csr.Name, "decision", cond.Type)
 	if _, err := client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, upd.Name, upd, metav1.UpdateOptions{}); err != nil {
 		if ctx.Err() == nil {
-			a.logf("%s: %s %s: %v", ServingApproverName, cond.Type, csr.Name, err)
+			logger.Error(err, "Recording the decision on a kubelet serving certificate request")
 		}
 		return
 	}
-	a.logf("%s: %s %s (%s): %s", ServingApproverName, cond.Type, csr.Name, csr.Spec.Username, cond.Message)
+	logger.Info("Decided on a kubelet serving certificate request", "user", csr.Spec.Username, "reason", cond.Message)
 }
 
 func decided(csr *certificatesv1.CertificateSigningRequest) bool {
