@@ -190,7 +190,7 @@ func ResetCluster(ctx context.Context, c Config) error {
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
 	select {
-	case <-e.ready:
+	case <-e.ready.Done():
 		cancel()
 		return <-done
 	case err := <-done:
