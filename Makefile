@@ -309,9 +309,9 @@ test-minimal:
 # short form: one 15 s pause each, one round, one leader kill, the
 # SIGTERMs, the full filesystem (not part of make test). Both print the
 # FAULT and HA figures.
-FAULT_TESTS = TestSurvivesDatastorePause|TestSurvivesDatastorePauseWhileControllersAreBuilt|TestSurvivesDatastorePauseWhileSchedulerStarts|TestTwoServersSurviveDatastorePause|TestTwoServersHandOverFromPausedLeader|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem|TestHAEmbeddedEtcd|TestHASnapshotRestore
+FAULT_TESTS = TestSurvivesDatastorePause|TestSurvivesDatastorePauseWhileControllersAreBuilt|TestSurvivesDatastorePauseWhileSchedulerStarts|TestTwoServersSurviveDatastorePause|TestTwoServersHandOverFromPausedLeader|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem|TestHAEmbeddedEtcd|TestHASnapshotRestore|TestEtcdSnapshotAtScale
 faults: build
-	cd distro/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_HA_KILLS=5 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 60m -v -run '^($(FAULT_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|FAULT |HA '; exit $${PIPESTATUS[0]}
+	cd distro/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_HA_KILLS=5 K3S_LIKE_SNAPSHOT_PODS=5000 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 60m -v -run '^($(FAULT_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|FAULT |HA '; exit $${PIPESTATUS[0]}
 
 faults-short: build
 	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^($(FAULT_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|FAULT |HA '; exit $${PIPESTATUS[0]}
