@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/harness"
@@ -82,37 +81,7 @@ type ServerJoin struct {
 // this server's files) and this member's etcd client URL. It is ready once
 // published.
 func (j ServerJoin) Add(h *harness.Harness) error {
-	published := make(chan struct{})
-	return h.Add(&harness.Func{
-		ComponentName: ServerJoinName,
-		RunFunc: func(ctx context.Context) error {
-			var last string
-			err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-				if err := j.publish(ctx); err != nil {
-					if err.Error() != last {
-						j.Log.Info("Publishing what servers join with; retrying", "err", err)
-						last = err.Error()
-					}
-					return false, nil
-				}
-				return true, nil
-			})
-			if err != nil {
-				return nil // stopped before it could publish
-			}
-			close(published)
-			<-ctx.Done()
-			return nil
-		},
-		ReadyFunc: func(ctx context.Context) error {
-			select {
-			case <-published:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
-	}, nil, components.APIServerName)
+	return addPublisher(h, ServerJoinName, "what servers join with", j.publish)
 }
 
 func (j ServerJoin) publish(ctx context.Context) error {

@@ -217,15 +217,7 @@ func lineWith(log, s string) string {
 
 // haKills is how many leader kills TestHAEmbeddedEtcd makes:
 // $K3S_LIKE_HA_KILLS (make faults: 5), else 1.
-func haKills(t *testing.T) int {
-	n := 1
-	if v := os.Getenv("K3S_LIKE_HA_KILLS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err, "K3S_LIKE_HA_KILLS")
-	}
-	return n
-}
+func haKills(t *testing.T) int { return envInt(t, "K3S_LIKE_HA_KILLS", 1) }
 
 // TestHAEmbeddedEtcd: three servers, each on a machine with its node, form
 // one etcd cluster (three voting members); an agent on a fourth machine

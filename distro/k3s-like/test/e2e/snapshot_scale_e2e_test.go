@@ -23,15 +23,7 @@ import (
 
 // snapshotPods is how many Pods TestEtcdSnapshotAtScale creates:
 // $K3S_LIKE_SNAPSHOT_PODS (make faults: 5000), else 500.
-func snapshotPods(t *testing.T) int {
-	n := 500
-	if v := os.Getenv("K3S_LIKE_SNAPSHOT_PODS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err, "K3S_LIKE_SNAPSHOT_PODS")
-	}
-	return n
-}
+func snapshotPods(t *testing.T) int { return envInt(t, "K3S_LIKE_SNAPSHOT_PODS", 500) }
 
 var savedRevision = regexp.MustCompile(`\((\d+) bytes\), revision (\d+), (\d+) keys`)
 
