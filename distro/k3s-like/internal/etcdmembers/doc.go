@@ -14,5 +14,5 @@
 // the moment of the deletion. A member whose server runs no node
 // (--disable-agent) has no Node and is never removed this way; `k3s-like
 // etcd-snapshot` and --cluster-reset are the rest of the runbook
-// (docs/k3s-like.md).
+// (docs/etcd-ha.md).
 package etcdmembers
