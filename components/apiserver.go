@@ -44,6 +44,8 @@ type APIServer struct {
 	opts       *kasopts.ServerRunOptions
 
 	loopback *rest.Config // guarded by mu
+
+	afterEtcdReady bool // WaitForEtcd
 }
 
 // NewAPIServer returns a kube-apiserver component.
@@ -55,14 +57,27 @@ func NewAPIServer() *APIServer {
 func (a *APIServer) Name() string { return APIServerName }
 
 // Renew returns a new, unstarted kube-apiserver, for harness.Restart.
-func (a *APIServer) Renew() harness.Component { return NewAPIServer() }
+func (a *APIServer) Renew() harness.Component {
+	n := NewAPIServer()
+	n.afterEtcdReady = a.afterEtcdReady
+	return n
+}
+
+// WaitForEtcd makes kube-apiserver start only once embedded etcd is ready,
+// not early (StartsEarly): for an etcd member that joins a cluster, which
+// serves only once it is promoted, minutes later at worst, past the time
+// upstream's storage clients wait for etcd. Call it before the harness
+// runs.
+func (a *APIServer) WaitForEtcd() { a.afterEtcdReady = true }
 
 // StartsEarly is harness.EarlyStarter's: kube-apiserver starts while
 // embedded etcd (etcd.Name) is still coming up, as the upstream binary does
 // next to an etcd started at the same time: it builds its configuration,
 // admission and storage while etcd elects itself, and its storage clients
 // retry until etcd answers. Its readiness still waits for etcd's.
-func (a *APIServer) StartsEarly(dependency string) bool { return dependency == etcd.Name }
+func (a *APIServer) StartsEarly(dependency string) bool {
+	return dependency == etcd.Name && !a.afterEtcdReady
+}
 
 // AddFlags creates upstream's options with the scope's registry (so that
 // --feature-gates, --emulated-version and --min-compatibility-version bind to

@@ -257,6 +257,7 @@ replace (
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.10
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.10
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.10
+	go.etcd.io/etcd/etcdutl/v3 => go.etcd.io/etcd/etcdutl/v3 v3.6.10
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.10
 	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.10
 	go.etcd.io/raft/v3 => go.etcd.io/raft/v3 v3.6.0

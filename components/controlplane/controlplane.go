@@ -66,6 +66,11 @@ type Settings struct {
 	// embedded etcd (EtcdConfig) trusts. An external etcd's files are passed
 	// as given, empty ones as empty values.
 	EtcdTLS *EtcdTLS
+	// EtcdAdvertiseAddress is the embedded etcd's address on the network
+	// of its peers, when it is a member of a cluster that can grow
+	// (etcd.Cluster.AdvertiseIP): its serving certificate, also its peer
+	// and client certificate, covers it. "" for a member on loopback.
+	EtcdAdvertiseAddress string
 	// LeaderElect is the scheduler's and the controller-manager's
 	// --leader-elect: on whenever more than one server of the cluster can
 	// run at once.
@@ -192,6 +197,9 @@ func PKIConfig(layout pki.Layout, s Settings) (pki.Config, error) {
 			cfg.ServingDNSNames = append(cfg.ServingDNSNames, name)
 		}
 		seen[name] = true
+	}
+	if ip := net.ParseIP(s.EtcdAdvertiseAddress); ip != nil {
+		cfg.EtcdIPs = []net.IP{ip}
 	}
 	return cfg, nil
 }

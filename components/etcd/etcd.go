@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,13 @@ type Config struct {
 	// a downgrade an earlier run left enabled is cancelled. Anything else
 	// is an error: etcd downgrades one minor only.
 	StorageVersion string
+	// Cluster, when set, makes the member one of a cluster that can grow
+	// (new, or joined): it listens for peers and clients on
+	// Cluster.AdvertiseIP too, with etcd's default timings, and Ready
+	// waits until it is a voting member. nil: a single member on loopback.
+	Cluster *Cluster
+
+	forceNewCluster bool // ResetCluster's run
 }
 
 func (c Config) clientPort() int {
@@ -120,6 +128,9 @@ func (c Config) validate() error {
 	}
 	if _, err := c.storageTarget(); err != nil {
 		missing = append(missing, err)
+	}
+	if c.Cluster != nil {
+		missing = append(missing, c.Cluster.validate())
 	}
 	return errors.Join(missing...)
 }
@@ -184,6 +195,25 @@ func (e *Etcd) SetStorageVersion(v string) error {
 	return nil
 }
 
+// SetJoin sets Config.Cluster.Join before Run: for a binary that learns
+// the members to join only once it fetched the cluster's PKI (a
+// harness.BarrierHook runs after the barrier, before any component
+// starts). It returns an error once Run was called, or without a Cluster.
+func (e *Etcd) SetJoin(urls []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started.Load() {
+		return errors.New("etcd: SetJoin after Run")
+	}
+	if e.cfg.Cluster == nil {
+		return errors.New("etcd: SetJoin without Config.Cluster")
+	}
+	cl := *e.cfg.Cluster
+	cl.Join = slices.Clone(urls)
+	e.cfg.Cluster = &cl
+	return nil
+}
+
 // ClientURL is the URL clients connect to: https://127.0.0.1:<ClientPort>
 // (the apiserver's --etcd-servers).
 func (e *Etcd) ClientURL() string { return e.Config().ClientURL() }
@@ -197,7 +227,11 @@ func (c Config) clientURL() *url.URL {
 }
 
 func (c Config) peerURL() *url.URL {
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(loopback, strconv.Itoa(c.peerPort()))}
+	host := loopback
+	if c.Cluster != nil {
+		host = c.Cluster.AdvertiseIP
+	}
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(c.peerPort()))}
 }
 
 // Run starts etcd and serves until ctx ends; then it closes etcd, waits for
@@ -216,6 +250,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	fresh := !HasMember(c.DataDir)
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("etcd: data dir: %w", err)
 	}
@@ -230,9 +265,7 @@ func (e *Etcd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := embed.NewConfig()
-	if c.MemberName != "" {
-		cfg.Name = c.MemberName
-	}
+	cfg.Name = c.memberName()
 	cfg.Dir = c.DataDir
 	cfg.Logger = "zap"
 	cfg.LogLevel = c.logLevel()
@@ -257,6 +290,29 @@ func (e *Etcd) Run(ctx context.Context) error {
 		ClientCertAuth: true,
 	}
 	cfg.PeerTLSInfo = cfg.ClientTLSInfo
+	cfg.ForceNewCluster = c.forceNewCluster
+
+	// A member that can have peers: a new cluster, or one joined (as a
+	// learner, undone if this run fails before its promotion).
+	var j *joining
+	if c.Cluster != nil {
+		initial := ""
+		if fresh && len(c.Cluster.Join) > 0 {
+			if j, initial, err = c.join(ctx, logger); err != nil {
+				_ = removeContents(c.DataDir)
+				return err
+			}
+		}
+		c.configureCluster(cfg, initial)
+	}
+	defer j.close()
+	started := time.Now()
+	promoted := false
+	defer func() {
+		if j != nil && !promoted {
+			j.undo(logger)
+		}
+	}()
 
 	var srv *embed.Etcd
 	err = catchFailure(func() (err error) {
@@ -267,6 +323,8 @@ func (e *Etcd) Run(ctx context.Context) error {
 	switch {
 	case errors.As(err, &f):
 		return err // it names the data dir
+	case err != nil && j != nil:
+		return c.joinErr("starting the member", err)
 	case err != nil:
 		return fmt.Errorf("etcd: starting in %s: %w", c.DataDir, err)
 	}
@@ -276,6 +334,18 @@ func (e *Etcd) Run(ctx context.Context) error {
 	}()
 	select {
 	case <-srv.Server.ReadyNotify():
+		if c.Cluster != nil {
+			if err := c.settleMembership(ctx, logger, srv.Server, started); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if j != nil {
+					return c.joinErr("promoting this member", err)
+				}
+				return err
+			}
+			promoted = true
+		}
 		if err := settleStorage(ctx, logger, srv.Server, target); err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -104,3 +104,7 @@ func (c *logrCore) Sync() error { return nil }
 func closedListener(err error) bool {
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed)
 }
+
+// nopZap is a zap logger that discards, for etcd code whose log says
+// nothing its caller's error does not.
+func nopZap() *zap.Logger { return zap.NewNop() }

@@ -14,10 +14,12 @@ require (
 	github.com/kubeharness/kubeharness v0.0.0
 	github.com/kubeharness/kubeharness/components v0.0.0
 	github.com/mattn/go-shellwords v1.0.13
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/vishvananda/netlink v1.3.1
+	go.etcd.io/etcd/api/v3 v3.7.0
 	go.etcd.io/etcd/client/pkg/v3 v3.7.0
 	go.etcd.io/etcd/client/v3 v3.7.0
 	go.uber.org/goleak v1.3.0
@@ -185,7 +187,6 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.1 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/safchain/ethtool v0.6.2 // indirect
 	github.com/sasha-s/go-deadlock v0.3.5 // indirect
@@ -204,7 +205,7 @@ require (
 	github.com/xlab/treeprint v1.2.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	go.etcd.io/etcd/api/v3 v3.7.0 // indirect
+	go.etcd.io/etcd/etcdutl/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/server/v3 v3.7.0 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
@@ -293,6 +294,7 @@ replace (
 	github.com/containerd/typeurl/v2 => github.com/containerd/typeurl/v2 v2.2.3
 	github.com/coredns/corefile-migration => github.com/coredns/corefile-migration v1.0.31
 	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
+	github.com/fatih/color => github.com/fatih/color v1.18.0
 	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
 	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
@@ -304,10 +306,12 @@ replace (
 	github.com/google/pprof => github.com/google/pprof v0.0.0-20260115054156-294ebfa9ad83
 	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
 	github.com/klauspost/compress => github.com/klauspost/compress v1.18.0
+	github.com/mattn/go-runewidth => github.com/mattn/go-runewidth v0.0.16
 	github.com/mdlayher/netlink => github.com/mdlayher/netlink v1.7.2
 	github.com/mdlayher/socket => github.com/mdlayher/socket v0.5.1
 	github.com/moby/sys/userns => github.com/moby/sys/userns v0.1.0
 	github.com/moby/term => github.com/moby/term v0.5.0
+	github.com/olekukonko/tablewriter => github.com/olekukonko/tablewriter v0.0.5
 	github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.28.1
 	github.com/onsi/gomega => github.com/onsi/gomega v1.39.1
 	github.com/opencontainers/cgroups => github.com/opencontainers/cgroups v0.0.6
@@ -320,6 +324,7 @@ replace (
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.10
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.10
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.10
+	go.etcd.io/etcd/etcdutl/v3 => go.etcd.io/etcd/etcdutl/v3 v3.6.10
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.10
 	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.10
 	go.etcd.io/raft/v3 => go.etcd.io/raft/v3 v3.6.0

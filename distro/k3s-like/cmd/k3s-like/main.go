@@ -23,9 +23,11 @@ import (
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/agent"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/etcdmembers"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/features"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/kubectl"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/server"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/snapshot"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/top"
 )
 
@@ -49,7 +51,7 @@ func main() {
 			return cli.VersionRequested(cmd)
 		},
 	}
-	root.AddCommand(server.NewCommand(), agent.NewCommand(), features.NewCommand(), features.NewUpgradePlanCommand(), kubectl.NewCommand(), top.NewCommand())
+	root.AddCommand(server.NewCommand(), agent.NewCommand(), features.NewCommand(), features.NewUpgradePlanCommand(), kubectl.NewCommand(), top.NewCommand(), snapshot.NewCommand(), etcdmembers.NewCommand())
 	logs.InitLogs() // Go's log package writes through klog: one log stream
 	err := root.Execute()
 	logs.FlushLogs()

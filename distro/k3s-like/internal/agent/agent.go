@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/components/loadbalancer"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
@@ -27,6 +28,7 @@ import (
 type options struct {
 	cli.Options // shared with the server: data dir, node name, token, logging, …
 	server      string
+	lbPort      int
 	node        node.Options
 }
 
@@ -44,6 +46,7 @@ func newCommandWithOptions() (*cobra.Command, *options) {
 		func(cmd *cobra.Command) error { return a.run(cmd.Context(), os.Getenv) })
 	f := cmd.Flags()
 	f.StringVarP(&a.server, "server", "s", "", "The server to join, https://HOST:6443 (also $K3S_LIKE_URL)")
+	f.IntVar(&a.lbPort, "lb-server-port", loadbalancer.DefaultPort, "Port on 127.0.0.1 of the agent's client-side load balancer: the kubelet, kube-proxy and the node's other clients reach the apiservers through it, the server joined through and every one the kubernetes Service's endpoints name, so that the loss of one does not take the node down")
 	a.node.AddFlags(f, false)
 	return cmd, a
 }
@@ -120,12 +123,20 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 		{Key: "rotate-certificates", Value: "true"},
 	}
 	c.ServingBootstrap = true
+	lb, err := a.loadBalancer(c, u)
+	if err != nil {
+		return nil, err
+	}
+	c.After = append(c.After, loadbalancer.Name)
 	args, err := c.Args(short)
 	if err != nil {
 		return nil, err
 	}
 	h := &harness.Harness{StopTimeout: a.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier,
 		func(*scoping.Plan) error { return c.PrepareRuntime() }}}
+	if err := h.Add(lb, nil); err != nil {
+		return nil, err
+	}
 	if err := c.Add(h, args); err != nil {
 		return nil, err
 	}

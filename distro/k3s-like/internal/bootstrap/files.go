@@ -21,11 +21,16 @@ import (
 // symbolic link or not a regular file is an error. So either every file is
 // written or none is. Keys are 0600, the rest 0644.
 func writeFiles(dir string, files map[string][]byte, replace []string) error {
+	return writeNames(dir, files, Files, replace)
+}
+
+// writeNames is writeFiles of the files names.
+func writeNames(dir string, files map[string][]byte, names, replace []string) error {
 	mayReplace := map[string]bool{}
 	for _, r := range replace {
 		mayReplace[r] = true
 	}
-	for _, name := range Files {
+	for _, name := range names {
 		path := filepath.Join(dir, name)
 		have, err := readRegular(path)
 		switch {
@@ -39,7 +44,7 @@ func writeFiles(dir string, files map[string][]byte, replace []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	for _, name := range Files {
+	for _, name := range names {
 		mode := os.FileMode(0o644)
 		if filepath.Ext(name) == ".key" {
 			mode = 0o600

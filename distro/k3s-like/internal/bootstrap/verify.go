@@ -37,7 +37,12 @@ func (e *PinError) Error() string {
 // record, old or new, with no signature to strip. Without a pin it only
 // refuses an inconsistent record before it is written.
 func verify(files map[string][]byte, pinned string) error {
-	for _, name := range Files {
+	return verifyNames(files, pinned, Files)
+}
+
+// verifyNames is verify of the files names.
+func verifyNames(files map[string][]byte, pinned string, names []string) error {
+	for _, name := range names {
 		if _, ok := files[name]; !ok {
 			return &RecordError{Field: name, Problem: "missing from the decrypted record"}
 		}
@@ -50,10 +55,10 @@ func verify(files map[string][]byte, pinned string) error {
 		}
 	}
 	shared := map[string]bool{}
-	for _, name := range Files {
+	for _, name := range names {
 		shared[name] = true
 	}
-	for _, name := range Files {
+	for _, name := range names {
 		base, ok := strings.CutSuffix(name, ".key")
 		if !ok {
 			continue

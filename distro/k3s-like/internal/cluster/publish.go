@@ -4,21 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/klog/v2"
 
-	"github.com/kubeharness/kubeharness/components"
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/approvers"
 	"github.com/kubeharness/kubeharness/components/featurepub"
@@ -71,37 +67,7 @@ type NodeJoin struct {
 // feature reports (publishReporterAccess). It is ready once published. It
 // logs through its context's logger (klog.FromContext).
 func (j NodeJoin) Add(h *harness.Harness) error {
-	published := make(chan struct{})
-	return h.Add(&harness.Func{
-		ComponentName: NodeJoinName,
-		RunFunc: func(ctx context.Context) error {
-			var last string
-			err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-				if err := j.publish(ctx); err != nil {
-					if err.Error() != last {
-						klog.FromContext(ctx).Info("Publishing what agents join with; retrying", "err", err)
-						last = err.Error()
-					}
-					return false, nil
-				}
-				return true, nil
-			})
-			if err != nil {
-				return nil // stopped before it could publish
-			}
-			close(published)
-			<-ctx.Done()
-			return nil
-		},
-		ReadyFunc: func(ctx context.Context) error {
-			select {
-			case <-published:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
-	}, nil, components.APIServerName)
+	return addPublisher(h, NodeJoinName, "what agents join with", j.publish)
 }
 
 // publish applies the join objects once.

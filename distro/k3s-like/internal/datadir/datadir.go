@@ -19,3 +19,7 @@ func Etcd(dataDir string) string { return filepath.Join(dataDir, "etcd") }
 // AdminKubeconfig is the admin kubeconfig the server writes unless
 // --write-kubeconfig names another file: DATA_DIR/admin.kubeconfig.
 func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "admin.kubeconfig") }
+
+// Snapshots is where the embedded etcd's snapshots go unless
+// --etcd-snapshot-dir says otherwise: DATA_DIR/snapshots.
+func Snapshots(dataDir string) string { return filepath.Join(dataDir, "snapshots") }

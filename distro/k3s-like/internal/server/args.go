@@ -30,17 +30,26 @@ func (o *options) externalDatastore() bool { return o.datastoreEndpoint != "" }
 
 // etcdConfig is the embedded etcd's: data in DATA_DIR/etcd, loopback ports,
 // the etcd certificates of the server's PKI layout.
+//
+// A member of a cluster that can grow (--cluster-init, --server, or a
+// data dir that was one) is named after the node and listens for its peers
+// on the advertised address (etcdCluster).
 func (o *options) etcdConfig() etcd.Config {
-	return controlplane.EtcdConfig(o.layout(), etcd.Config{
+	c := controlplane.EtcdConfig(o.layout(), etcd.Config{
 		DataDir:    datadir.Etcd(o.DataDir),
 		ClientPort: o.etcdClientPort,
 		PeerPort:   o.etcdPeerPort,
+		Cluster:    o.etcdCluster(),
 	})
+	if c.Cluster != nil {
+		c.MemberName = o.NodeName
+	}
+	return c
 }
 
 // settings are the control plane's (components/controlplane): the service
-// CIDR is k3s's; more than one server can exist only on an external
-// datastore, so only there is leader election on.
+// CIDR is k3s's; more than one server can exist on an external datastore
+// or an embedded etcd cluster, and only there is leader election on.
 func (o *options) settings() controlplane.Settings {
 	s := controlplane.Settings{
 		BindAddress:           o.net.bind,
@@ -51,7 +60,10 @@ func (o *options) settings() controlplane.Settings {
 		ClusterCIDR:           o.clusterCIDR,
 		ClusterDomain:         o.clusterDomain,
 		EtcdServers:           o.etcdConfig().ClientURL(),
-		LeaderElect:           o.externalDatastore(),
+		LeaderElect:           o.externalDatastore() || o.etcd.clusterMember,
+	}
+	if o.etcd.clusterMember {
+		s.EtcdAdvertiseAddress = o.net.advertise
 	}
 	if o.externalDatastore() {
 		s.EtcdServers = o.datastoreEndpoint

@@ -70,7 +70,7 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
-		APIServer:         components.NewAPIServer(),
+		APIServer:         o.apiServer(),
 		Scheduler:         cp.scheduler,
 		ControllerManager: cp.kcm,
 		Publisher:         pub,
@@ -86,6 +86,9 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	if err := h.Add(&approvers.ServingApprover{
 		Kubeconfig: o.layout().KubeletServingApproverKubeconfig(),
 	}, nil, cluster.NodeJoinName); err != nil {
+		return nil, err
+	}
+	if err := o.clusterComponents(h, cp.db); err != nil {
 		return nil, err
 	}
 	if err := o.manifests().Add(h); err != nil {

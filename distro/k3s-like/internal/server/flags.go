@@ -52,6 +52,7 @@ type options struct {
 	disable           []string // packaged components not to deploy (package deploy)
 	dnsUpstreams      []string // CoreDNS's forward targets (package deploy)
 	node              node.Options
+	etcd              etcdOptions // the embedded etcd as a cluster (etcdcluster.go)
 }
 
 // NewCommand is `k3s-like server`.
@@ -100,6 +101,7 @@ func newCommandWithOptions() (*cobra.Command, *options) {
 	f.StringSliceVar(&o.disable, "disable", nil, "Do not deploy a packaged component, and delete it if it was (repeatable, or comma-separated; valid: "+strings.Join(deploy.PackagedNames(), ", ")+")")
 	f.StringSliceVar(&o.dnsUpstreams, "cluster-dns-upstream", nil, "Where CoreDNS forwards names outside the cluster domain: IP[:port] or a resolv.conf path in its container (repeatable); none by default, so no query leaves the machine")
 	o.node.AddFlags(f, true)
+	o.addEtcdFlags(f)
 	return cmd, o
 }
 

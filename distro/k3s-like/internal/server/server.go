@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ func (o *options) run(ctx context.Context, stdout io.Writer) error {
 	}
 	if o.dryRun {
 		return o.printPlan(ctx, cp.h, args, stdout)
+	}
+	if o.etcd.clusterReset {
+		return o.resetCluster(ctx, stdout)
 	}
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
@@ -70,6 +74,9 @@ func (o *options) check() (args map[string][]string, limit int64, err error) {
 		}
 	}
 	if o.net, err = o.resolveNetwork(localHostNames); err != nil {
+		return nil, 0, err
+	}
+	if err := o.checkEtcd(os.Getenv); err != nil {
 		return nil, 0, err
 	}
 	if err := node.CheckFlannelBackend(o.node.FlannelBackend); err != nil {
@@ -111,10 +118,12 @@ func (o *options) afterBarrier(ctx context.Context, cp *controlPlane, args map[s
 		return nil
 	}}
 	if cp.db != nil {
-		hooks = append(hooks, keepDatastoreFor(cp.db, log))
+		hooks = append(hooks, keepDatastoreFor(cp.db, log),
+			func(*scoping.Plan) error { return o.joinCluster(ctx, log, cp.db) })
 	}
 	hooks = append(hooks,
 		func(*scoping.Plan) error { return o.ensurePKI(ctx, log) },
+		func(*scoping.Plan) error { return o.markCluster() },
 		func(*scoping.Plan) error { return o.statusEndpoint(cp).Serve(ctx) })
 	if !o.node.DisableAgent {
 		hooks = append(hooks, func(*scoping.Plan) error { return o.prepareNode() })

@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(etcdChildEnv); dir != "" {
 		os.Exit(runEtcdChild(dir)) // this test binary as an external etcd (faults_e2e_test.go)
 	}
+	if kubeconfig := os.Getenv(writerEnv); kubeconfig != "" {
+		os.Exit(runWriterChild(kubeconfig)) // this test binary as a writer on a machine (etcdha_e2e_test.go)
+	}
 	dir, err := os.MkdirTemp("", "k3s-like-e2e-")
 	if err != nil {
 		panic(err)

@@ -232,13 +232,16 @@ func componentsStatus(t *testing.T, s *server) []harness.ComponentStatus {
 
 // killRounds is how many kill/restart rounds TestNoAcknowledgedWriteLost
 // runs: $K3S_LIKE_FAULT_KILL_ROUNDS (make faults: 10), else 1 (make test).
-func killRounds(t *testing.T) int {
-	n := 1
-	if v := os.Getenv("K3S_LIKE_FAULT_KILL_ROUNDS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err, "K3S_LIKE_FAULT_KILL_ROUNDS")
+func killRounds(t *testing.T) int { return envInt(t, "K3S_LIKE_FAULT_KILL_ROUNDS", 1) }
+
+// envInt is the integer in $name, else def.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, name)
 	return n
 }
 
