@@ -16,6 +16,7 @@ func (o *options) nodeConfig() node.Config {
 		DataDir: o.DataDir, Name: o.NodeName, Options: o.node, Layout: o.layout(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
 		After: []string{components.APIServerName}, ProxyAfter: []string{cluster.NodeJoinName},
+		Profiling: o.enablePprof,
 	}
 }
 
