@@ -32,17 +32,17 @@ func TestKubeletDebugHandlersOff(t *testing.T) {
 	out, err := as("get", "--raw", "/api/v1/nodes/node-a/proxy/pods")
 	assert.NoError(t, err, "the debugging handlers stay: %s", out)
 	// The kubelet's 405 ("… endpoint is disabled") reaches kubectl as
-	// the status code; enabled, GET /debug/pprof/ is 200 and a PUT to
+	// MethodNotAllowed; enabled, GET /debug/pprof/ is 200 and a PUT to
 	// /debug/flags/v sets the process's verbosity.
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/profile?seconds=1"} {
 		out, err := as("get", "--raw", "/api/v1/nodes/node-a/proxy"+path)
 		assert.Error(t, err, "%s: %s", path, out)
-		assert.Contains(t, out, "status code 405", path)
+		assert.Contains(t, out, "(MethodNotAllowed)", path)
 	}
 	v := filepath.Join(t.TempDir(), "v")
 	require.NoError(t, os.WriteFile(v, []byte("0"), 0o600))
 	out, err = as("replace", "--raw", "/api/v1/nodes/node-a/proxy/debug/flags/v", "-f", v)
 	assert.Error(t, err, out)
-	assert.Contains(t, out, "status code 405")
+	assert.Contains(t, out, "(MethodNotAllowed)")
 	assert.NotContains(t, out, "successfully set")
 }
