@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
 	utilfs "k8s.io/kubernetes/pkg/util/filesystem"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeharness/kubeharness/scoping"
 )
@@ -92,6 +94,28 @@ type kubeletFiles struct {
 	// gates are the feature gates the files set, by origin ("--config=F",
 	// "--config-dir=D"); the command line's are in the scope already.
 	gates map[string]map[string]bool
+	// debug are the process-wide debug handlers the files turn on.
+	debug []debugSetting
+}
+
+// debugSetting is a file that turns on one of the kubelet's process-wide
+// debug handlers: flag is --config or --config-dir, key the field.
+type debugSetting struct{ flag, file, key string }
+
+// debugOn is each process-wide debug handler (its profiles and arguments,
+// its verbosity) that the JSON object doc turns on.
+func debugOn(flag, file string, doc []byte) []debugSetting {
+	var fields map[string]any
+	if json.Unmarshal(doc, &fields) != nil {
+		return nil // the loader reports it
+	}
+	var out []debugSetting
+	for _, k := range [...]string{"enableProfilingHandler", "enableDebugFlagsHandler"} {
+		if fields[k] == true {
+			out = append(out, debugSetting{flag: flag, file: file, key: k})
+		}
+	}
+	return out
 }
 
 // mergeKubeletFiles loads the kubelet's configuration files named by f over
@@ -109,13 +133,20 @@ func mergeKubeletFiles(ctx context.Context, f *kubeletopts.KubeletFlags, flagged
 		if kc, err = loadKubeletConfigFile(ctx, f.KubeletConfigFile); err != nil {
 			return nil, &scoping.FlagError{Component: Name, Flag: "--config", Value: f.KubeletConfigFile, Err: err}
 		}
+		if raw, err := os.ReadFile(f.KubeletConfigFile); err == nil {
+			if doc, err := yaml.YAMLToJSON(raw); err == nil {
+				out.debug = append(out.debug, debugOn("--config", f.KubeletConfigFile, doc)...)
+			}
+		}
 		if len(kc.FeatureGates) > 0 {
 			out.gates[origin] = maps.Clone(kc.FeatureGates)
 		}
 	}
 	if dir := f.KubeletDropinConfigDirectory; dir != "" {
 		before := maps.Clone(kc.FeatureGates)
-		if err := mergeKubeletDropins(kc, dir); err != nil {
+		if err := mergeKubeletDropins(kc, dir, func(path string, patch []byte) {
+			out.debug = append(out.debug, debugOn("--config-dir", path, patch)...)
+		}); err != nil {
 			return nil, &scoping.FlagError{Component: Name, Flag: "--config-dir", Value: dir, Err: err}
 		}
 		fromDir := map[string]bool{}
@@ -178,9 +209,9 @@ func loadKubeletConfigFile(ctx context.Context, name string) (*kubeletconfig.Kub
 // mergeKubeletDropins is upstream's mergeKubeletConfigurations: every *.conf
 // file under dir, in lexical order (subdirectories included), merged as a
 // JSON merge patch over kc's v1beta1 form, which is then defaulted and
-// converted back into kc. Other files are skipped; a file without
+// converted back into kc; seen is given each file's patch. Other files are skipped; a file without
 // apiVersion and kind, or with another kind, is an error naming it.
-func mergeKubeletDropins(kc *kubeletconfig.KubeletConfiguration, dir string) error {
+func mergeKubeletDropins(kc *kubeletconfig.KubeletConfiguration, dir string, seen func(path string, patch []byte)) error {
 	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
 	if err := kubeletconfigconv.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(kc, versioned, nil); err != nil {
 		return err
@@ -211,6 +242,7 @@ func mergeKubeletDropins(kc *kubeletconfig.KubeletConfiguration, dir string) err
 		case *gvk != want:
 			return fmt.Errorf("%s: unknown apiVersion/kind %s, want %s", path, gvk, want)
 		}
+		seen(path, patch)
 		if merged, err = jsonpatch.MergePatch(merged, patch); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}

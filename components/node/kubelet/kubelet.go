@@ -58,6 +58,15 @@ var kubeletProcessFlags = []string{"housekeeping-interval"}
 // app.UnsecuredDependencies and app.Run, never NewKubeletCommand (which
 // installs signal handlers, applies logging and writes the process gate).
 type Kubelet struct {
+	// Profiling turns on the kubelet's /debug/pprof and /debug/flags/v
+	// (enableProfilingHandler, enableDebugFlagsHandler; upstream's
+	// defaults, for anyone with nodes/proxy). In one process they profile,
+	// and set the verbosity of, every component of it, so they are off
+	// unless Profiling is set; a configuration file that turns one on
+	// without it is an error. Logs, exec, attach and port-forward
+	// (enableDebuggingHandlers) are not affected.
+	Profiling bool
+
 	ready probe.Readiness
 
 	flags  *kubeletopts.KubeletFlags
@@ -125,6 +134,15 @@ func (k *Kubelet) Complete(s *scoping.Scope) error {
 		if err := s.SetFeatures(origin, files.gates[origin]); err != nil {
 			return err
 		}
+	}
+	if !k.Profiling {
+		if len(files.debug) > 0 {
+			d := files.debug[0]
+			return &scoping.FlagError{Component: Name, Flag: d.flag, Value: d.file, Err: fmt.Errorf("%s: true: the kubelet's debug handlers cover the whole process (every component's profiles, its arguments, its verbosity); the distro turns them on (Kubelet.Profiling)", d.key)}
+		}
+		files.config.EnableProfilingHandler = false
+		files.config.EnableDebugFlagsHandler = false
+		files.config.EnableContentionProfiling = false // acts only with profiling
 	}
 	if err := kubeletvalidation.ValidateKubeletConfiguration(files.config, s.FeatureGate()); err != nil {
 		return &scoping.FlagError{Component: Name, Err: fmt.Errorf("invalid configuration: %w", err)}

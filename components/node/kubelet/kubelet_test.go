@@ -39,11 +39,16 @@ func parsedKubelet(t *testing.T, args ...string) (*kubelet.Kubelet, *scoping.Sco
 // parsedKubeletExactly is parsedKubelet with exactly args.
 func parsedKubeletExactly(t *testing.T, args ...string) (*kubelet.Kubelet, *scoping.Scope, error) {
 	t.Helper()
+	return parsedThis(t, kubelet.New(), args...)
+}
+
+// parsedThis is parsedKubeletExactly for the kubelet k.
+func parsedThis(t *testing.T, k *kubelet.Kubelet, args ...string) (*kubelet.Kubelet, *scoping.Scope, error) {
+	t.Helper()
 	b, err := scoping.NewBarrier(testenv.MustPrivateTarget(), scoping.WithLogger(logr.Discard()))
 	require.NoError(t, err)
 	s, err := b.NewScope(kubelet.Name)
 	require.NoError(t, err)
-	k := kubelet.New()
 	require.NoError(t, k.AddFlags(s))
 	if err := s.Parse(args); err != nil {
 		return k, s, err
@@ -138,6 +143,61 @@ featureGates:
 		assert.True(t, k.Server().Authentication.Anonymous.Enabled, "upstream's legacy flag defaults")
 		assert.Equal(t, "--feature-gates="+kubeletAlpha+"=true", s.Requested().Features[kubeletAlpha].Flag)
 	})
+}
+
+// TestKubeletProfilingOptIn: the kubelet's /debug/pprof and /debug/flags/v
+// serve the whole process, so they are off unless Profiling (upstream
+// turns them on), with the debugging handlers (logs, exec, attach,
+// port-forward) kept; with Profiling, upstream's defaults and the files
+// decide. A file that turns one on without Profiling is an error naming
+// the file and the field.
+func TestKubeletProfilingOptIn(t *testing.T) {
+	dir := t.TempDir()
+	on := filepath.Join(dir, "on.yaml")
+	writeFile(t, on, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nenableProfilingHandler: true\n")
+	off := filepath.Join(dir, "off.yaml")
+	writeFile(t, off, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nenableProfilingHandler: false\n")
+	dropins := filepath.Join(dir, "conf.d")
+	writeFile(t, filepath.Join(dropins, "10-flags.conf"), "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nenableDebugFlagsHandler: true\n")
+	profiling := func() *kubelet.Kubelet { k := kubelet.New(); k.Profiling = true; return k }
+
+	k, _, err := parsedKubelet(t, "--contention-profiling=true")
+	require.NoError(t, err)
+	kc := k.Server().KubeletConfiguration
+	assert.False(t, kc.EnableProfilingHandler, "enableProfilingHandler off by default")
+	assert.False(t, kc.EnableDebugFlagsHandler, "enableDebugFlagsHandler off by default")
+	assert.False(t, kc.EnableContentionProfiling)
+	assert.True(t, kc.EnableDebuggingHandlers, "logs, exec, attach and port-forward stay")
+
+	k, _, err = parsedThis(t, profiling(), cgroupV1OptOut)
+	require.NoError(t, err)
+	kc = k.Server().KubeletConfiguration
+	assert.True(t, kc.EnableProfilingHandler, "on with the opt-in")
+	assert.True(t, kc.EnableDebugFlagsHandler, "on with the opt-in")
+
+	k, _, err = parsedThis(t, profiling(), cgroupV1OptOut, "--config="+off)
+	require.NoError(t, err)
+	assert.False(t, k.Server().EnableProfilingHandler, "the file turns it off")
+	assert.True(t, k.Server().EnableDebugFlagsHandler)
+
+	k, _, err = parsedKubelet(t, "--config="+off)
+	require.NoError(t, err, "a file turning one off needs no opt-in")
+	assert.False(t, k.Server().EnableDebugFlagsHandler)
+
+	var fe *scoping.FlagError
+	_, _, err = parsedKubelet(t, "--config="+on)
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, kubelet.Name+": --config="+on+": enableProfilingHandler: true: the kubelet's debug handlers cover the whole process (every component's profiles, its arguments, its verbosity); the distro turns them on (Kubelet.Profiling)", err.Error())
+	_, _, err = parsedKubelet(t, "--config-dir="+dropins)
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "--config-dir", fe.Flag)
+	assert.Equal(t, filepath.Join(dropins, "10-flags.conf"), fe.Value)
+	assert.ErrorContains(t, err, "enableDebugFlagsHandler: true")
+
+	k, _, err = parsedThis(t, profiling(), cgroupV1OptOut, "--config="+on, "--config-dir="+dropins)
+	require.NoError(t, err)
+	assert.True(t, k.Server().EnableProfilingHandler)
+	assert.True(t, k.Server().EnableDebugFlagsHandler)
 }
 
 // TestKubeletBadInput: each bad input fails Parse or Complete with a

@@ -6,7 +6,8 @@
 //	    check                 // --server, the full token (it pins the cluster CA)
 //	    daemon.Run:
 //	        cluster.Join       // pins the server's CA, reads the agent settings
-//	                           // with the bootstrap token, writes the bootstrap kubeconfig
+//	                           // and the bootstrap token with the join credential,
+//	                           // writes the bootstrap kubeconfig
 //	        node.Config.Add    // the kubelet bootstraps its client certificate
 //	        barrier -> PrepareRuntime
 //	        stop -> the node's AfterStop

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -45,9 +46,10 @@ func BootstrapKubeconfig(l pki.Layout) string {
 }
 
 // Join makes what an agent's kubelet needs to join the server at u: the
-// cluster CA pinned by the token (written to l.ServerCA), the bootstrap
-// kubeconfig with the token's bootstrap token, the server's agent settings
-// (the client CA written to l.ClientCA). The kubelet asks for its serving
+// cluster CA pinned by the token (written to l.ServerCA), the server's
+// agent settings (the client CA written to l.ClientCA) and the bootstrap
+// kubeconfig with the server's current bootstrap token, both read with
+// the token's join credential (Token.JoinCredential). The kubelet asks for its serving
 // certificate itself (the server's approver). It retries until the server
 // answers and has published the settings, or ctx ends; a CA that does not
 // match the token is an error at once.
@@ -55,7 +57,7 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 	log = log.WithName("join")
 	var ca []byte
 	var settings map[string]string
-	var last string
+	var bootstrap, last string
 	retry := func(err error) (bool, error) {
 		if err.Error() != last {
 			log.Info("Joining the server; retrying", "server", u.String(), "err", err)
@@ -74,9 +76,8 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 				return retry(err)
 			}
 		}
-		id, secret := tok.BootstrapToken()
 		client, err := kubernetes.NewForConfig(&rest.Config{
-			Host: u.String(), BearerToken: id + "." + secret, UserAgent: "k3s-like-agent",
+			Host: u.String(), BearerToken: tok.JoinCredential(), UserAgent: "k3s-like-agent",
 			TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 		})
 		if err != nil {
@@ -84,9 +85,12 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 		}
 		cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
 		if apierrors.IsUnauthorized(err) {
-			return retry(fmt.Errorf("the server does not accept the token's bootstrap token yet (or the token is another cluster's): %w", err))
+			return retry(fmt.Errorf("the server does not accept the token yet (or the token is another cluster's, or the server's release is older than the agent's: upgrade servers first): %w", err))
 		}
 		if err != nil {
+			return retry(err)
+		}
+		if bootstrap, err = bootstrapToken(ctx, client, cm.Data[settingBootstrapToken], time.Now()); err != nil {
 			return retry(err)
 		}
 		settings = cm.Data
@@ -115,10 +119,9 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 	if err := atomicfile.Write(l.ClientCA().CertFile, []byte(settings[settingClientCA]), 0o644); err != nil {
 		return Settings{}, err
 	}
-	id, secret := tok.BootstrapToken()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["server"] = &clientcmdapi.Cluster{Server: u.String(), CertificateAuthority: l.ServerCA().CertFile}
-	kc.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: id + "." + secret}
+	kc.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: bootstrap}
 	kc.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "bootstrap"}
 	kc.CurrentContext = "bootstrap"
 	b, err := clientcmd.Write(*kc)
@@ -131,6 +134,30 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.CAHash)
 	return Settings{ClusterDNS: settings[settingClusterDNS], ClusterDomain: settings[settingClusterDomain], ClusterCIDR: settings[settingClusterCIDR],
 		FlannelBackend: settings[settingFlannel]}, nil
+}
+
+// bootstrapToken reads the bootstrap token id (ID.SECRET) and checks it
+// has not expired at now; its errors never carry the secret.
+func bootstrapToken(ctx context.Context, client kubernetes.Interface, id string, now time.Time) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("the server's agent settings (kube-system/%s) name no bootstrap token yet (%s)", agentSettings, settingBootstrapToken)
+	}
+	s, err := client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstrapSecretPrefix+id, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the bootstrap token %s: %w", id, err)
+	}
+	secret := string(s.Data["token-secret"])
+	if s.Type != corev1.SecretTypeBootstrapToken || string(s.Data["token-id"]) != id || secret == "" {
+		return "", fmt.Errorf("kube-system/%s%s is not the bootstrap token %s", bootstrapSecretPrefix, id, id)
+	}
+	exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"]))
+	if err != nil {
+		return "", fmt.Errorf("kube-system/%s%s: expiration=%q: %w", bootstrapSecretPrefix, id, s.Data["expiration"], err)
+	}
+	if !exp.After(now) {
+		return "", fmt.Errorf("the bootstrap token %s expired at %s; waiting for the server to renew it", id, exp.Format(time.RFC3339))
+	}
+	return id + "." + secret, nil
 }
 
 // caPinError is a server whose TLS handshake carries no CA the token pins,

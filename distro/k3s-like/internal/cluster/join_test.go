@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,16 +24,39 @@ import (
 	"github.com/kubeharness/kubeharness/components/pki"
 )
 
-func TestBootstrapToken(t *testing.T) {
-	id, secret := Token{Secret: "s3cret"}.BootstrapToken()
-	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
-	assert.Regexp(t, `^[a-z0-9]{16}$`, secret)
-	id2, secret2 := Token{Secret: "s3cret", CAHash: strings.Repeat("a", 64)}.BootstrapToken()
-	assert.Equal(t, [2]string{id, secret}, [2]string{id2, secret2}, "derived from the secret alone")
-	id3, secret3 := Token{Secret: "other"}.BootstrapToken()
-	assert.NotEqual(t, id, id3)
-	assert.NotEqual(t, secret, secret3)
-	assert.NotContains(t, id+secret, "s3cret")
+// TestJoinCredential: fixed for a secret, another for another secret, the
+// CA hash no part of it, the secret not in it; a string the apiserver's
+// token file and a bearer header carry as it is.
+func TestJoinCredential(t *testing.T) {
+	c := Token{Secret: "s3cret"}.JoinCredential()
+	assert.Regexp(t, `^k3s-like-join\.[0-9a-f]{64}$`, c)
+	assert.Equal(t, c, Token{Secret: "s3cret", CAHash: strings.Repeat("a", 64)}.JoinCredential(), "from the secret alone")
+	assert.NotEqual(t, c, Token{Secret: "other"}.JoinCredential())
+	assert.NotContains(t, c, "s3cret")
+
+	dir := t.TempDir()
+	require.NoError(t, WriteJoinAuthFile(dir, Token{Secret: "s3cret"}))
+	st, err := os.Stat(JoinAuthFile(dir))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	sc := Token{Secret: "s3cret"}.ServerJoinCredential()
+	assert.Regexp(t, `^k3s-like-server-join\.[0-9a-f]{64}$`, sc)
+	assert.NotEqual(t, strings.TrimPrefix(c, "k3s-like-join."), strings.TrimPrefix(sc, "k3s-like-server-join."), "the agents' credential does not let a server join")
+	assert.Equal(t, c+","+JoinUser+","+JoinUser+"\n"+sc+","+ServerJoinUser+","+ServerJoinUser+"\n", string(read(t, JoinAuthFile(dir))))
+}
+
+// TestNewBootstrapToken: upstream's shape, and random: nothing of the
+// cluster token goes into it.
+func TestNewBootstrapToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		id, secret, err := newBootstrapToken()
+		require.NoError(t, err)
+		assert.Regexp(t, `^[a-z0-9]{6}$`, id)
+		assert.Regexp(t, `^[a-z0-9]{16}$`, secret)
+		assert.False(t, seen[secret], "a secret twice")
+		seen[secret] = true
+	}
 }
 
 // TestPinServerCA: the CA is taken from the server's TLS handshake only
@@ -101,7 +125,8 @@ func TestPinServerCA(t *testing.T) {
 }
 
 // TestJoin: against a TLS server carrying the pinned CA that serves the
-// agent settings to the bootstrap token alone, join writes the cluster CA,
+// agent settings and the bootstrap token they name to the join credential
+// alone, join writes the cluster CA,
 // the client CA and the bootstrap kubeconfig (0600), no serving
 // certificate (the kubelet requests it), and returns the settings; an unknown bearer is retried
 // until the context ends; malformed settings are an error naming them.
@@ -114,25 +139,38 @@ func TestJoin(t *testing.T) {
 	clientCA, err := os.ReadFile(f.ClientCA.CertFile)
 	require.NoError(t, err)
 	tok := Token{Secret: "s3cret", CAHash: CAHashOf(caPEM)}
-	id, secret := tok.BootstrapToken()
+	const id, secret = "abc123", "0123456789abcdef"
+	var expiration atomic.Value // the handler's goroutine reads it
+	expiration.Store(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	settingsCA := string(clientCA)
 	pair, err := tls.LoadX509KeyPair(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+id+"."+secret {
+		if r.Header.Get("Authorization") != "Bearer "+tok.JoinCredential() {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
 			return
 		}
-		if r.URL.Path != "/api/v1/namespaces/kube-system/configmaps/"+agentSettings {
+		var obj map[string]any
+		switch r.URL.Path {
+		case "/api/v1/namespaces/kube-system/configmaps/" + agentSettings:
+			obj = map[string]any{"kind": "ConfigMap", "apiVersion": "v1",
+				"metadata": map[string]any{"name": agentSettings, "namespace": "kube-system"},
+				"data": map[string]string{settingClientCA: settingsCA, settingClusterDNS: "10.43.0.10", settingClusterDomain: "cluster.local",
+					settingBootstrapToken: id}}
+		case "/api/v1/namespaces/kube-system/secrets/bootstrap-token-" + id:
+			obj = map[string]any{"kind": "Secret", "apiVersion": "v1",
+				"metadata": map[string]any{"name": "bootstrap-token-" + id, "namespace": "kube-system"},
+				"type":     "bootstrap.kubernetes.io/token",
+				"data": map[string][]byte{"token-id": []byte(id), "token-secret": []byte(secret), "expiration": []byte(expiration.Load().(string)),
+					"auth-extra-groups": []byte(bootstrapGroup)}}
+		default:
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		b, _ := json.Marshal(map[string]any{"kind": "ConfigMap", "apiVersion": "v1",
-			"metadata": map[string]any{"name": agentSettings, "namespace": "kube-system"},
-			"data":     map[string]string{settingClientCA: settingsCA, settingClusterDNS: "10.43.0.10", settingClusterDomain: "cluster.local"}})
+		b, _ := json.Marshal(obj)
 		_, _ = w.Write(b)
 	}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
@@ -162,14 +200,34 @@ func TestJoin(t *testing.T) {
 	_, err = Join(ctx, logr.Discard(), u, tok, l, "node-b")
 	require.NoError(t, err, "a second join")
 
-	// Another secret with the same CA: its bootstrap token is refused, and
+	// An agent's bootstrap kubeconfig of an older release (the token
+	// derived from the cluster token) is replaced by the server's.
+	require.NoError(t, os.WriteFile(BootstrapKubeconfig(l), []byte("old"), 0o600))
+	_, err = Join(ctx, logr.Discard(), u, tok, l, "node-b")
+	require.NoError(t, err)
+	kc, err = clientcmd.LoadFromFile(BootstrapKubeconfig(l))
+	require.NoError(t, err)
+	assert.Equal(t, id+"."+secret, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token)
+
+	// An expired bootstrap token is not taken: join waits for the server
+	// to renew it.
+	expiration.Store(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+	expired, cancelExpired := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelExpired()
+	_, err = Join(expired, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "expired")}, "node-e")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the bootstrap token "+id+" expired at")
+	assert.NotContains(t, err.Error(), secret)
+	expiration.Store(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+
+	// Another secret with the same CA: its join credential is refused, and
 	// join retries until stopped, naming what it last saw.
 	short, cancelShort := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancelShort()
 	_, err = Join(short, logr.Discard(), u, Token{Secret: "other", CAHash: tok.CAHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stopped before the server answered")
-	assert.Contains(t, err.Error(), "does not accept the token's bootstrap token")
+	assert.Contains(t, err.Error(), "does not accept the token")
 	assert.NotContains(t, err.Error(), "other\"")
 
 	// Malformed settings: named.

@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sort"
+	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 	"github.com/kubeharness/kubeharness/components/approvers"
@@ -30,8 +35,9 @@ const (
 	// bootstrapGroup is the extra group of the bootstrap token.
 	bootstrapGroup = "system:bootstrappers:k3s-like:agent"
 	// agentSettings is the ConfigMap in kube-system an agent reads with
-	// the bootstrap token: the client CA its kubelet trusts, the cluster
-	// DNS address and domain.
+	// the join credential (JoinUser): the client CA its kubelet trusts,
+	// the cluster DNS address and domain, the current bootstrap token's ID;
+	// the Role and RoleBinding that let it are named so too.
 	agentSettings = "k3s-like-agent"
 	joinManager   = "k3s-like"
 )
@@ -43,12 +49,13 @@ const (
 	settingClusterDomain = "cluster-domain"
 	settingClusterCIDR   = "cluster-cidr"
 	settingFlannel       = "flannel-backend"
+	// settingBootstrapToken is the ID of the bootstrap token agents take.
+	settingBootstrapToken = "bootstrap-token-id"
 )
 
 // NodeJoin is what a server publishes for agents to join with: the node-join
 // component.
 type NodeJoin struct {
-	DataDir         string     // the server's: its token file
 	Layout          pki.Layout // the server's PKI: its client CA
 	AdminKubeconfig string
 	// The agents' settings: the cluster DNS address and domain, the Pods'
@@ -56,30 +63,37 @@ type NodeJoin struct {
 	ClusterDNS, ClusterDomain, ClusterCIDR, FlannelBackend string
 }
 
+// How long a bootstrap token lives, and how often node-join publishes
+// again (which renews it).
+const (
+	bootstrapTokenTTL = 24 * time.Hour
+	// A new token is made once the newest has less than this left: an
+	// agent always gets one valid for hours.
+	bootstrapTokenRenewBefore = 12 * time.Hour
+	republishEvery            = 10 * time.Minute
+)
+
 // Add adds the server's node-join component: once the apiserver is
-// ready it publishes, with server-side apply, the bootstrap token derived
-// from the cluster token (kube-system/bootstrap-token-ID), the agent
-// settings and what lets a bootstrapping kubelet get a node client
-// certificate approved (upstream's ClusterRoles, bound to the token's group;
-// the kubelets' own renewals to system:nodes), and upstream's
-// system:node-proxier role bound to system:nodes, for the nodes' kube-proxy,
-// which uses its kubelet's credential, and the nodes' access to their
-// feature reports (publishReporterAccess). It is ready once published. It
-// logs through its context's logger (klog.FromContext).
+// ready it publishes, with server-side apply, a random bootstrap token
+// with an expiry (kube-system/bootstrap-token-ID, see
+// ensureBootstrapToken), the agent settings, which JoinUser (the join
+// credential) may read with that token's Secret, and what lets a
+// bootstrapping kubelet get a node client certificate approved
+// (upstream's ClusterRoles, bound to the token's group; the kubelets' own
+// renewals to system:nodes), and upstream's system:node-proxier role bound
+// to system:nodes, for the nodes' kube-proxy, which uses its kubelet's
+// credential, and the nodes' access to their feature reports
+// (publishReporterAccess). It is ready once published, and publishes
+// again every 10 minutes, renewing the token before it expires. It logs
+// through its context's logger (klog.FromContext).
 func (j NodeJoin) Add(h *harness.Harness) error {
-	return addPublisher(h, NodeJoinName, "what agents join with", j.publish)
+	return addPublisher(h, NodeJoinName, "what agents join with", republishEvery, func(ctx context.Context) error {
+		return j.publish(ctx, klog.FromContext(ctx))
+	})
 }
 
 // publish applies the join objects once.
-func (j NodeJoin) publish(ctx context.Context) error {
-	b, err := os.ReadFile(TokenFile(j.DataDir))
-	if err != nil {
-		return err
-	}
-	tok, err := ParseToken(string(b))
-	if err != nil {
-		return fmt.Errorf("%s: %w", TokenFile(j.DataDir), err)
-	}
+func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	clientCA, err := os.ReadFile(j.Layout.ClientCA().CertFile)
 	if err != nil {
 		return err
@@ -93,40 +107,132 @@ func (j NodeJoin) publish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
-	const ns = metav1.NamespaceSystem
-	id, secret := tok.BootstrapToken()
-	if _, err := client.CoreV1().Secrets(ns).Apply(ctx, corev1ac.Secret("bootstrap-token-"+id, ns).
-		WithType(corev1.SecretTypeBootstrapToken).
-		WithData(map[string][]byte{
-			"description":                    []byte("k3s-like agents join with it (derived from the cluster token)"),
-			"token-id":                       []byte(id),
-			"token-secret":                   []byte(secret),
-			"usage-bootstrap-authentication": []byte("true"),
-			"auth-extra-groups":              []byte(bootstrapGroup),
-		}), opts); err != nil {
+	if err := j.publishJoin(ctx, client, time.Now(), log, string(clientCA)); err != nil {
 		return err
 	}
-	if _, err := client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
-		settingClientCA:      string(clientCA),
-		settingClusterDNS:    j.ClusterDNS,
-		settingClusterDomain: j.ClusterDomain,
-		settingClusterCIDR:   j.ClusterCIDR,
-		settingFlannel:       j.FlannelBackend,
-	}), opts); err != nil {
+	return publishNodeAccess(ctx, client)
+}
+
+// publishJoin makes sure of a bootstrap token valid for hours, then lets
+// JoinUser read it and the agent settings, which name it: the Role
+// first, so that an agent that reads the settings may read the token.
+func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger, clientCA string) error {
+	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
+	const ns = metav1.NamespaceSystem
+	valid, current, err := ensureBootstrapToken(ctx, client, now, log)
+	if err != nil {
 		return err
+	}
+	names := make([]string, len(valid))
+	for i, id := range valid {
+		names[i] = bootstrapSecretPrefix + id
 	}
 	rbac := client.RbacV1()
 	if _, err := rbac.Roles(ns).Apply(ctx, rbacv1ac.Role(agentSettings, ns).WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithResourceNames(agentSettings).WithVerbs("get")), opts); err != nil {
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithResourceNames(agentSettings).WithVerbs("get"),
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(names...).WithVerbs("get")), opts); err != nil {
 		return err
 	}
-	group := rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io")
+	// The join credential's user only: a bootstrapping kubelet (an older
+	// release bound the token's group here) reads nothing.
 	if _, err := rbac.RoleBindings(ns).Apply(ctx, rbacv1ac.RoleBinding(agentSettings, ns).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(agentSettings)).
-		WithSubjects(group.WithName(bootstrapGroup)), opts); err != nil {
+		WithSubjects(rbacv1ac.Subject().WithKind("User").WithAPIGroup("rbac.authorization.k8s.io").WithName(JoinUser)), opts); err != nil {
 		return err
 	}
+	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
+		settingClientCA:       clientCA,
+		settingClusterDNS:     j.ClusterDNS,
+		settingClusterDomain:  j.ClusterDomain,
+		settingClusterCIDR:    j.ClusterCIDR,
+		settingFlannel:        j.FlannelBackend,
+		settingBootstrapToken: current,
+	}), opts)
+	return err
+}
+
+// bootstrapSecretPrefix starts a bootstrap token Secret's name; its token
+// ID ends it.
+const bootstrapSecretPrefix = "bootstrap-token-"
+
+// ensureBootstrapToken keeps the cluster's bootstrap tokens (type
+// bootstrap.kubernetes.io/token in kube-system, auth-extra-groups
+// bootstrapGroup): it deletes those expired and those with no expiry
+// (which an older release derived from the cluster token), and makes a
+// random one valid for bootstrapTokenTTL when none has
+// bootstrapTokenRenewBefore left. valid are the IDs of those left,
+// sorted; current is the one that expires last. Servers that renew at
+// once leave a token each, both valid until they expire.
+func ensureBootstrapToken(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger) (valid []string, current string, err error) {
+	secrets := client.CoreV1().Secrets(metav1.NamespaceSystem)
+	list, err := secrets.List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(corev1.SecretTypeBootstrapToken)})
+	if err != nil {
+		return nil, "", err
+	}
+	var last time.Time
+	for _, s := range list.Items {
+		if s.Type != corev1.SecretTypeBootstrapToken || string(s.Data["auth-extra-groups"]) != bootstrapGroup {
+			continue
+		}
+		id := string(s.Data["token-id"])
+		exp, perr := time.Parse(time.RFC3339, string(s.Data["expiration"]))
+		var why string
+		switch {
+		case len(s.Data["expiration"]) == 0:
+			why = "it has no expiry (an older release derived it from the cluster token)"
+		case perr != nil:
+			why = "its expiration is not RFC 3339"
+		case !exp.After(now):
+			why = "it expired"
+		case s.Name != bootstrapSecretPrefix+id:
+			why = "its name is not bootstrap-token-<token-id>"
+		}
+		if why != "" {
+			if err := secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(s.UID))}); err != nil && !apierrors.IsNotFound(err) {
+				return nil, "", fmt.Errorf("deleting the bootstrap token kube-system/%s (%s): %w", s.Name, why, err)
+			}
+			log.Info("Deleted a bootstrap token of agents", "secret", s.Name, "reason", why)
+			continue
+		}
+		valid = append(valid, id)
+		if exp.After(last) || (exp.Equal(last) && id > current) {
+			last, current = exp, id
+		}
+	}
+	if current == "" || last.Sub(now) < bootstrapTokenRenewBefore {
+		id, secret, err := newBootstrapToken()
+		if err != nil {
+			return nil, "", err
+		}
+		exp := now.Add(bootstrapTokenTTL).UTC().Format(time.RFC3339)
+		if _, err := secrets.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: bootstrapSecretPrefix + id, Namespace: metav1.NamespaceSystem},
+			Type:       corev1.SecretTypeBootstrapToken,
+			Data: map[string][]byte{
+				"description":                    []byte("k3s-like agents' kubelets bootstrap with it (random; the server renews it before it expires)"),
+				"token-id":                       []byte(id),
+				"token-secret":                   []byte(secret),
+				"expiration":                     []byte(exp),
+				"usage-bootstrap-authentication": []byte("true"),
+				"auth-extra-groups":              []byte(bootstrapGroup),
+			},
+		}, metav1.CreateOptions{FieldManager: joinManager}); err != nil {
+			return nil, "", fmt.Errorf("creating a bootstrap token for agents: %w", err)
+		}
+		log.Info("Made a bootstrap token for agents", "secret", bootstrapSecretPrefix+id, "expiration", exp)
+		valid, current = append(valid, id), id
+	}
+	sort.Strings(valid)
+	return valid, current, nil
+}
+
+// publishNodeAccess applies what nodes and the server's own clients are
+// allowed: bootstrapping kubelets' certificate requests, renewals,
+// kube-proxy, the kubelets' API, the serving approver, the feature
+// publisher, flannel and the feature reporters.
+func publishNodeAccess(ctx context.Context, client kubernetes.Interface) error {
+	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
+	rbac := client.RbacV1()
 	for name, binding := range map[string][2]string{
 		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrapGroup},
 		"k3s-like-node-client-autoapprove":   {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstrapGroup},

@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,9 +31,6 @@ import (
 const (
 	// ServerJoinName is the harness component that publishes it.
 	ServerJoinName = "server-join"
-	// serverBootstrapGroup is the extra group of the server bootstrap
-	// token: it may read serverBootstrap, nothing else.
-	serverBootstrapGroup = "system:bootstrappers:k3s-like:server"
 	// serverBootstrap is the Secret in kube-system a joining server
 	// reads: the cluster's PKI sealed with the token (key recordKey) and
 	// each member's etcd client URL (keys etcdKeyPrefix+NODE).
@@ -46,20 +41,6 @@ const (
 	// will do); each server owns its own etcd URL.
 	recordManager = "k3s-like-server-join"
 )
-
-// ServerBootstrapToken is the bootstrap token a joining server reads the
-// cluster's sealed PKI with, derived from the token's secret as
-// BootstrapToken is, with another label: it authenticates as
-// system:bootstrap:ID in the group serverBootstrapGroup, which may read
-// only that one Secret. What it reads is sealed with the token's secret
-// itself, so that the bootstrap token alone opens nothing.
-func (t Token) ServerBootstrapToken() (id, secret string) {
-	part := func(label string, n int) string {
-		sum := sha256.Sum256([]byte("k3s-like server bootstrap token " + label + "\x00" + t.Secret))
-		return hex.EncodeToString(sum[:])[:n]
-	}
-	return part("id", 6), part("secret", 16)
-}
 
 // ServerJoin is what a server of an embedded etcd cluster publishes for
 // another server to join with: the server-join component.
@@ -74,14 +55,16 @@ type ServerJoin struct {
 }
 
 // Add adds the server-join component: once the apiserver is ready it
-// publishes, with server-side apply, the server bootstrap token, the role
-// that lets it read kube-system/k3s-like-server-bootstrap, and that Secret:
+// publishes, with server-side apply, the role that lets ServerJoinUser (a
+// joining server's credential, Token.ServerJoinCredential, authenticated
+// by the apiserver from JoinAuthFile) read
+// kube-system/k3s-like-server-bootstrap, and that Secret:
 // the cluster's shared PKI (bootstrap.EmbeddedFiles) sealed with the
 // token's secret (written again only when the one there does not open to
 // this server's files) and this member's etcd client URL. It is ready once
 // published.
 func (j ServerJoin) Add(h *harness.Harness) error {
-	return addPublisher(h, ServerJoinName, "what servers join with", j.publish)
+	return addPublisher(h, ServerJoinName, "what servers join with", 0, j.publish)
 }
 
 func (j ServerJoin) publish(ctx context.Context) error {
@@ -104,18 +87,6 @@ func (j ServerJoin) publish(ctx context.Context) error {
 	}
 	const ns = metav1.NamespaceSystem
 	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
-	id, secret := tok.ServerBootstrapToken()
-	if _, err := client.CoreV1().Secrets(ns).Apply(ctx, corev1ac.Secret("bootstrap-token-"+id, ns).
-		WithType(corev1.SecretTypeBootstrapToken).
-		WithData(map[string][]byte{
-			"description":                    []byte("k3s-like servers join with it (derived from the cluster token)"),
-			"token-id":                       []byte(id),
-			"token-secret":                   []byte(secret),
-			"usage-bootstrap-authentication": []byte("true"),
-			"auth-extra-groups":              []byte(serverBootstrapGroup),
-		}), opts); err != nil {
-		return err
-	}
 	rbac := client.RbacV1()
 	if _, err := rbac.Roles(ns).Apply(ctx, rbacv1ac.Role(serverBootstrap, ns).WithRules(
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(serverBootstrap).WithVerbs("get")), opts); err != nil {
@@ -123,7 +94,7 @@ func (j ServerJoin) publish(ctx context.Context) error {
 	}
 	if _, err := rbac.RoleBindings(ns).Apply(ctx, rbacv1ac.RoleBinding(serverBootstrap, ns).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(serverBootstrap)).
-		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(serverBootstrapGroup)), opts); err != nil {
+		WithSubjects(rbacv1ac.Subject().WithKind("User").WithAPIGroup("rbac.authorization.k8s.io").WithName(ServerJoinUser)), opts); err != nil {
 		return err
 	}
 	have, err := client.CoreV1().Secrets(ns).Get(ctx, serverBootstrap, metav1.GetOptions{})
@@ -149,14 +120,14 @@ func (j ServerJoin) publish(ctx context.Context) error {
 
 // ServerJoinTimeout bounds FetchServerPKI's retries of a server that
 // answers, with the CA the token pins, but does not accept the token's
-// server bootstrap token: long enough for a server that just started to
+// server join credential: long enough for a server that just started to
 // publish it, short enough that a wrong secret is an error soon.
 const ServerJoinTimeout = 60 * time.Second
 
 // FetchServerPKI is a joining server's first step: over TLS to the server
 // at u, whose CA must be the one the token pins (nothing is sent before),
-// it reads the cluster's sealed PKI with the token's server bootstrap
-// token, opens it with the token's secret, verifies it against the pin,
+// it reads the cluster's sealed PKI with the token's server join
+// credential, opens it with the token's secret, verifies it against the pin,
 // and only then writes bootstrap.EmbeddedFiles to dir (a different file
 // already there is an error: that data dir is another cluster's). It
 // returns the etcd client URLs of the cluster's members, as they
@@ -197,9 +168,8 @@ func FetchServerPKI(ctx context.Context, log logr.Logger, u *url.URL, tok Token,
 			}
 			answered = time.Now()
 		}
-		id, sec := tok.ServerBootstrapToken()
 		client, err := kubernetes.NewForConfig(&rest.Config{
-			Host: u.String(), BearerToken: id + "." + sec, UserAgent: "k3s-like-server-join",
+			Host: u.String(), BearerToken: tok.ServerJoinCredential(), UserAgent: "k3s-like-server-join",
 			TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 		})
 		if err != nil {
@@ -208,7 +178,7 @@ func FetchServerPKI(ctx context.Context, log logr.Logger, u *url.URL, tok Token,
 		s, err := client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, serverBootstrap, metav1.GetOptions{})
 		switch {
 		case apierrors.IsUnauthorized(err):
-			return retry(fmt.Errorf("the server does not accept the token's server bootstrap token (not published yet, or the token's secret is not the cluster's): %w", err))
+			return retry(fmt.Errorf("the server does not accept the token's server join credential (not published yet, or the token's secret is not the cluster's): %w", err))
 		case err != nil:
 			return retry(err)
 		case len(s.Data[recordKey]) == 0:

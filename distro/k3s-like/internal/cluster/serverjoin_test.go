@@ -54,7 +54,7 @@ func serverBootstrapServer(t *testing.T, f *pki.Files, record []byte, accept fun
 
 // TestFetchServerPKI: a joining server takes the cluster's PKI, the etcd
 // CA among it, only from a server whose CA the token pins, reading it with
-// the server bootstrap token and opening it with the token's secret; a
+// the server join credential and opening it with the token's secret; a
 // CA the token does not pin is an error at once, a record the secret does
 // not open an error, and neither writes anything.
 func TestFetchServerPKI(t *testing.T) {
@@ -66,10 +66,7 @@ func TestFetchServerPKI(t *testing.T) {
 	tok := Token{Secret: "s3cret", CAHash: CAHashOf(caPEM)}
 	record, err := bootstrap.Seal(tok.Secret, f.Dir, bootstrap.EmbeddedFiles)
 	require.NoError(t, err)
-	id, sec := tok.ServerBootstrapToken()
-	agentID, _ := tok.BootstrapToken()
-	assert.NotEqual(t, agentID, id, "not the agents' bootstrap token")
-	u := serverBootstrapServer(t, f, record, func(b string) bool { return b == id+"."+sec })
+	u := serverBootstrapServer(t, f, record, func(b string) bool { return b == tok.ServerJoinCredential() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -100,13 +97,13 @@ func TestFetchServerPKI(t *testing.T) {
 	assert.NotContains(t, err.Error(), "wrong")
 	assert.NoDirExists(t, other)
 
-	// The wrong secret's bootstrap token is refused: retried until the
+	// The wrong secret's join credential is refused: retried until the
 	// context ends, nothing written.
 	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
 	defer cancelShort()
 	_, err = FetchServerPKI(short, logr.Discard(), u, Token{Secret: "wrong", CAHash: tok.CAHash}, other)
 	require.ErrorAs(t, err, &je)
-	assert.Contains(t, err.Error(), "does not accept the token's server bootstrap token")
+	assert.Contains(t, err.Error(), "does not accept the token's server join credential")
 	assert.NoDirExists(t, other)
 
 	// A bare secret pins nothing: refused before any connection.

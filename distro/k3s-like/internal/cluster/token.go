@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
 // Token is the cluster's join token in k3s's forms: a bare secret,
@@ -156,16 +158,78 @@ func WriteTokenFile(dataDir, full string) (changed bool, err error) {
 	return true, atomicfile.Write(path, []byte(full+"\n"), 0o600)
 }
 
-// BootstrapToken is the kubelet TLS bootstrap token that agents join with,
-// derived from the cluster token's secret: ID.SECRET as upstream's
-// bootstrap tokens are ([a-z0-9]{6}.[a-z0-9]{16}). It authenticates as
-// system:bootstrap:ID in the groups system:bootstrappers and
-// bootstrapGroup, which may only read the agent settings and ask for a
-// node client certificate. It reveals nothing of the cluster token.
-func (t Token) BootstrapToken() (id, secret string) {
-	part := func(label string, n int) string {
-		sum := sha256.Sum256([]byte("k3s-like bootstrap token " + label + "\x00" + t.Secret))
-		return hex.EncodeToString(sum[:])[:n]
+// JoinCredential is what an agent authenticates with to read the
+// server's agent settings and current bootstrap token: an HMAC-SHA256 of
+// a fixed label keyed by the secret, sent only over a connection to the
+// CA the full token pins. A server keeps it in JoinAuthFile (0600, beside
+// DATA_DIR/token, which holds the secret in the clear); it is never
+// stored in the datastore nor written by an agent.
+func (t Token) JoinCredential() string { return t.credential("k3s-like agent join", "k3s-like-join.") }
+
+// ServerJoinCredential is JoinCredential's counterpart for a joining
+// server, with another label: it authenticates as ServerJoinUser, which
+// may read only the cluster's sealed PKI.
+func (t Token) ServerJoinCredential() string {
+	return t.credential("k3s-like server join", "k3s-like-server-join.")
+}
+
+func (t Token) credential(label, prefix string) string {
+	m := hmac.New(sha256.New, []byte(t.Secret))
+	m.Write([]byte(label))
+	return prefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// JoinAuthFile is the server's apiserver --token-auth-file: the join
+// credentials alone, authenticating as JoinUser and ServerJoinUser.
+func JoinAuthFile(dataDir string) string {
+	return filepath.Join(datadir.PKI(dataDir).Dir, "join.csv")
+}
+
+// The users the join credentials authenticate as.
+const (
+	JoinUser       = "k3s-like:agent-join"
+	ServerJoinUser = "k3s-like:server-join"
+)
+
+// WriteJoinAuthFile writes JoinAuthFile for tok (0600, never through a
+// link).
+func WriteJoinAuthFile(dataDir string, tok Token) error {
+	lines := tok.JoinCredential() + "," + JoinUser + "," + JoinUser + "\n" +
+		tok.ServerJoinCredential() + "," + ServerJoinUser + "," + ServerJoinUser + "\n"
+	if err := os.MkdirAll(filepath.Dir(JoinAuthFile(dataDir)), 0o700); err != nil {
+		return err
 	}
-	return part("id", 6), part("secret", 16)
+	return atomicfile.Write(JoinAuthFile(dataDir), []byte(lines), 0o600)
+}
+
+// bootstrapAlphabet is what a bootstrap token's ID and secret are made of.
+const bootstrapAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// newBootstrapToken is a random bootstrap token, ID.SECRET as upstream's
+// ([a-z0-9]{6}.[a-z0-9]{16}, 82 bits of secret): it has nothing to do
+// with the cluster token.
+func newBootstrapToken() (id, secret string, err error) {
+	s, err := randomText(6 + 16)
+	if err != nil {
+		return "", "", err
+	}
+	return s[:6], s[6:], nil
+}
+
+// randomText is n characters of bootstrapAlphabet from crypto/rand,
+// uniformly (bytes of 252 and above are drawn again).
+func randomText(n int) (string, error) {
+	out := make([]byte, 0, n)
+	buf := make([]byte, n)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
+			return "", err
+		}
+		for _, b := range buf {
+			if b < 252 && len(out) < n {
+				out = append(out, bootstrapAlphabet[int(b)%len(bootstrapAlphabet)])
+			}
+		}
+	}
+	return string(out), nil
 }

@@ -159,6 +159,18 @@ type Config struct {
 	// ServingBootstrap: the kubelet asks the apiserver for its serving
 	// certificate (an agent, which has no kubelet serving CA key).
 	ServingBootstrap bool
+	// Profiling turns on the kubelet's /debug/pprof and /debug/flags/v,
+	// which serve the whole process (kubelet.Kubelet.Profiling): a
+	// server's --enable-pprof.
+	Profiling bool
+}
+
+// newKubelet is the node's kubelet: its process-wide debug handlers on
+// only with Profiling.
+func (c Config) newKubelet() *kubelet.Kubelet {
+	k := kubelet.New()
+	k.Profiling = c.Profiling
+	return k
 }
 
 // Kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
@@ -290,7 +302,7 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		}
 		deps = append(deps, noderuntime.Name)
 	}
-	if err := h.Add(kubelet.New(), args[kubelet.Name], deps...); err != nil {
+	if err := h.Add(c.newKubelet(), args[kubelet.Name], deps...); err != nil {
 		return err
 	}
 	if !c.Options.DisableProxy {

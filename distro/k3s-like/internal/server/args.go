@@ -13,6 +13,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/etcd"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
@@ -107,9 +108,17 @@ func (o *options) componentArgs() (map[string][]string, error) {
 			return nil, err
 		}
 		for _, a := range extra {
+			if name == components.APIServerName && strings.TrimRight(a.Key, "+-") == "token-auth-file" {
+				return nil, fmt.Errorf("--%s=%s=%s: the server sets --token-auth-file of %s to the join credentials of agents and servers (%s), without which none can join", flagNames[name], a.Key, a.Value, name, cluster.JoinAuthFile("DATA_DIR"))
+			}
 			if use, owned := ownedArg(name, a.Key); owned {
 				return nil, fmt.Errorf("--%s=%s=%s: the server sets --%s of %s from its own flag: use %s", flagNames[name], a.Key, a.Value, strings.TrimRight(a.Key, "+-"), name, use)
 			}
+		}
+		if name == components.APIServerName {
+			// The join credential agents read their bootstrap token with
+			// (cluster.WriteJoinAuthFile, written with DATA_DIR/token).
+			d = append(d, kubeargs.Arg{Key: "token-auth-file", Value: cluster.JoinAuthFile(o.DataDir)})
 		}
 		out[name] = kubeargs.Merge(d, short, extra)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 )
 
 // fakeHost is a host with two addresses and a name.
@@ -153,6 +154,7 @@ func TestOwnedArgsRefused(t *testing.T) {
 		{"--kube-apiserver-arg=advertise-address=192.0.2.2", "use --advertise-address"},
 		{"--kube-apiserver-arg=bind-address=0.0.0.0", "use --bind-address"},
 		{"--kube-apiserver-arg=secure-port=7443", "use --https-listen-port"},
+		{"--kube-apiserver-arg=token-auth-file=/etc/tokens.csv", "--kube-apiserver-arg=token-auth-file=/etc/tokens.csv: the server sets --token-auth-file of kube-apiserver to the join credentials of agents and servers (DATA_DIR/tls/join.csv)"},
 	} {
 		o, err := parseServer(t, []string{"--data-dir=" + t.TempDir(), tc.arg})
 		require.NoError(t, err)
@@ -190,4 +192,18 @@ func TestParseMemoryLimit(t *testing.T) {
 		_, err := parseMemoryLimit(bad)
 		assert.ErrorContains(t, err, "--memory-limit="+bad+": want", bad)
 	}
+}
+
+// TestJoinAuthFileArg: the apiserver authenticates the agents' join
+// credential from the server's file (a path: the credential is in no
+// argument).
+func TestJoinAuthFileArg(t *testing.T) {
+	dir := t.TempDir()
+	o, err := parseServer(t, []string{"--data-dir=" + dir})
+	require.NoError(t, err)
+	args, err := o.componentArgs()
+	require.NoError(t, err)
+	got, ok := kubeargs.Value(args[components.APIServerName], "token-auth-file")
+	assert.True(t, ok)
+	assert.Equal(t, cluster.JoinAuthFile(dir), got)
 }

@@ -16,6 +16,7 @@ func (o *options) nodeConfig() node.Config {
 		DataDir: o.DataDir, Name: o.NodeName, Options: o.node, Layout: o.layout(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
 		After: []string{components.APIServerName}, ProxyAfter: []string{cluster.NodeJoinName},
+		Profiling: o.enablePprof,
 	}
 }
 
@@ -50,7 +51,7 @@ func (o *options) prepareNode() error {
 // nodeJoin is what the server publishes for agents to join with.
 func (o *options) nodeJoin() cluster.NodeJoin {
 	return cluster.NodeJoin{
-		DataDir: o.DataDir, Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
+		Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
 		FlannelBackend: o.node.FlannelBackend,
 	}

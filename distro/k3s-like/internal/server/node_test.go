@@ -50,3 +50,14 @@ func TestNodeArgs(t *testing.T) {
 	_, err = o.componentArgs()
 	assert.ErrorContains(t, err, "kube-proxy-arg")
 }
+
+// TestNodeProfilingFollowsEnablePprof: the kubelet's process-wide debug
+// handlers are on only with --enable-pprof (node.Config.Profiling).
+func TestNodeProfilingFollowsEnablePprof(t *testing.T) {
+	o, err := parseServer(t, []string{"--data-dir=" + t.TempDir()})
+	require.NoError(t, err)
+	assert.False(t, o.nodeConfig().Profiling)
+	o, err = parseServer(t, []string{"--data-dir=" + t.TempDir(), "--enable-pprof"})
+	require.NoError(t, err)
+	assert.True(t, o.nodeConfig().Profiling)
+}

@@ -88,7 +88,8 @@ func (o *options) ensurePKI(ctx context.Context, log logr.Logger) error {
 }
 
 // writeFullToken checks tok against the cluster CA (when it pins one) and
-// writes the full token to DATA_DIR/token (0600), saying so if it changed.
+// writes the full token to DATA_DIR/token (0600), saying so if it changed,
+// and the agents' join credential (cluster.WriteJoinAuthFile).
 func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source string) error {
 	ca, err := os.ReadFile(o.layout().ServerCA().CertFile)
 	if err != nil {
@@ -100,6 +101,9 @@ func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source stri
 	changed, err := cluster.WriteTokenFile(o.DataDir, tok.Full(ca))
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", cluster.TokenFile(o.DataDir), err)
+	}
+	if err := cluster.WriteJoinAuthFile(o.DataDir, tok); err != nil {
+		return fmt.Errorf("writing %s: %w", cluster.JoinAuthFile(o.DataDir), err)
 	}
 	if changed {
 		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, cluster.TokenFile(o.DataDir)))

@@ -68,8 +68,7 @@ func issueClientCert(t *testing.T, dataDir, name string, groups ...string) tls.C
 }
 
 // joinAsNode gets the client certificate of node as a joining agent's
-// kubelet gets it: with the bootstrap token the server derived from the
-// cluster token, a CSR for system:node:NODE (group system:nodes) to signer
+// kubelet gets it: with the server's bootstrap token, a CSR for system:node:NODE (group system:nodes) to signer
 // kube-apiserver-client-kubelet, which the controller-manager approves and
 // signs with the client CA. No one else approves it.
 func joinAsNode(ctx context.Context, t *testing.T, dataDir, node string) tls.Certificate {

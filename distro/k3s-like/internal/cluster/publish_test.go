@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// bootstrapSecret is a bootstrap token Secret of the agents' group; no
+// expiration when exp is zero, as an older release made it.
+func bootstrapSecret(id, secret string, exp time.Time) *corev1.Secret {
+	data := map[string][]byte{
+		"token-id": []byte(id), "token-secret": []byte(secret),
+		"usage-bootstrap-authentication": []byte("true"), "auth-extra-groups": []byte(bootstrapGroup),
+	}
+	if !exp.IsZero() {
+		data["expiration"] = []byte(exp.UTC().Format(time.RFC3339))
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bootstrapSecretPrefix + id, Namespace: metav1.NamespaceSystem},
+		Type: corev1.SecretTypeBootstrapToken, Data: data}
+}
+
+// bootstrapSecrets are the bootstrap token Secrets in kube-system, by ID.
+func bootstrapSecrets(t *testing.T, client *fake.Clientset) map[string]*corev1.Secret {
+	t.Helper()
+	list, err := client.CoreV1().Secrets(metav1.NamespaceSystem).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]*corev1.Secret{}
+	for i, s := range list.Items {
+		if s.Type == corev1.SecretTypeBootstrapToken {
+			out[string(s.Data["token-id"])] = &list.Items[i]
+		}
+	}
+	return out
+}
+
+// TestEnsureBootstrapToken: the server makes a random token with an
+// expiry, keeps it while it has more than bootstrapTokenRenewBefore left,
+// then makes another (the old one valid until it expires), and deletes
+// expired tokens and the token an older release derived from the cluster
+// token (no expiry): the upgrade of a data dir. Other bootstrap tokens
+// are left alone.
+func TestEnsureBootstrapToken(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	other := bootstrapSecret("zzzzzz", "zzzzzzzzzzzzzzzz", time.Time{})
+	other.Data["auth-extra-groups"] = []byte("system:bootstrappers:kubeadm:default-node-token")
+	client := fake.NewClientset(
+		bootstrapSecret("leg4cy", "0123456789abcdef", time.Time{}), // an older release's, derived
+		other,
+	)
+
+	valid, current, err := ensureBootstrapToken(ctx, client, now, logr.Discard())
+	require.NoError(t, err)
+	assert.Equal(t, []string{current}, valid)
+	got := bootstrapSecrets(t, client)
+	assert.NotContains(t, got, "leg4cy", "the derived token is deleted")
+	assert.Contains(t, got, "zzzzzz", "another group's token is not the server's")
+	first := got[current]
+	require.NotNil(t, first)
+	assert.Equal(t, bootstrapSecretPrefix+current, first.Name)
+	assert.Equal(t, now.Add(bootstrapTokenTTL).Format(time.RFC3339), string(first.Data["expiration"]))
+	assert.Regexp(t, `^[a-z0-9]{16}$`, string(first.Data["token-secret"]))
+	assert.NotEqual(t, "0123456789abcdef", string(first.Data["token-secret"]))
+	assert.Equal(t, bootstrapGroup, string(first.Data["auth-extra-groups"]))
+
+	// Later, with more than bootstrapTokenRenewBefore left: the same token.
+	later := now.Add(bootstrapTokenTTL - bootstrapTokenRenewBefore - time.Minute)
+	valid, again, err := ensureBootstrapToken(ctx, client, later, logr.Discard())
+	require.NoError(t, err)
+	assert.Equal(t, current, again)
+	assert.Equal(t, []string{current}, valid)
+
+	// Less left: a new token; the old one stays valid until it expires.
+	renew := now.Add(bootstrapTokenTTL - bootstrapTokenRenewBefore + time.Minute)
+	valid, second, err := ensureBootstrapToken(ctx, client, renew, logr.Discard())
+	require.NoError(t, err)
+	assert.NotEqual(t, current, second)
+	assert.ElementsMatch(t, []string{current, second}, valid)
+	assert.Equal(t, renew.Add(bootstrapTokenTTL).Format(time.RFC3339), string(bootstrapSecrets(t, client)[second].Data["expiration"]))
+
+	// Once the first has expired it is deleted.
+	valid, third, err := ensureBootstrapToken(ctx, client, now.Add(bootstrapTokenTTL), logr.Discard())
+	require.NoError(t, err)
+	assert.Equal(t, second, third)
+	assert.Equal(t, []string{second}, valid)
+	got = bootstrapSecrets(t, client)
+	assert.NotContains(t, got, current)
+	assert.Len(t, got, 2, "the second and the other group's")
+}
+
+// TestPublishJoin: the settings name the current bootstrap token, the
+// Role lets read only the settings and the valid tokens' Secrets, and it
+// is bound to the join credential's user alone (an older release bound it
+// to the bootstrap token's group: applying replaces that).
+func TestPublishJoin(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	client := fake.NewClientset(bootstrapSecret("leg4cy", "0123456789abcdef", time.Time{}))
+	j := NodeJoin{ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local", ClusterCIDR: "10.42.0.0/16", FlannelBackend: "vxlan"}
+	require.NoError(t, j.publishJoin(ctx, client, now, logr.Discard(), "CA"))
+
+	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
+	require.NoError(t, err)
+	id := cm.Data[settingBootstrapToken]
+	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
+	assert.NotEqual(t, "leg4cy", id)
+	assert.Equal(t, "CA", cm.Data[settingClientCA])
+	for k, v := range cm.Data {
+		assert.NotContains(t, v, string(bootstrapSecrets(t, client)[id].Data["token-secret"]), "the settings' %s carries the token's secret", k)
+	}
+
+	role, err := client.RbacV1().Roles(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, role.Rules, 2)
+	assert.Equal(t, []string{"configmaps"}, role.Rules[0].Resources)
+	assert.Equal(t, []string{agentSettings}, role.Rules[0].ResourceNames)
+	assert.Equal(t, []string{"secrets"}, role.Rules[1].Resources)
+	assert.Equal(t, []string{bootstrapSecretPrefix + id}, role.Rules[1].ResourceNames)
+	assert.Equal(t, []string{"get"}, role.Rules[1].Verbs)
+
+	binding, err := client.RbacV1().RoleBindings(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, binding.Subjects, 1)
+	assert.Equal(t, "User", binding.Subjects[0].Kind)
+	assert.Equal(t, JoinUser, binding.Subjects[0].Name)
+	assert.False(t, strings.HasPrefix(JoinUser, "system:"), "not a reserved name")
+}
