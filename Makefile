@@ -19,16 +19,17 @@ K8S_MINORS := $(K8S_DEFAULT_MINOR) $(patsubst components/go.k8s-%.mod,%,$(filter
 K8S_MINOR ?= $(K8S_DEFAULT_MINOR)
 ifeq ($(K8S_MINOR),$(K8S_DEFAULT_MINOR))
 K8S_MODFILE :=
-K8S_TAGS :=
+K8S_TAG :=
 K8S_VERSION := $(K8S_DEFAULT_VERSION)
 else
 ifeq ($(wildcard components/go.k8s-$(K8S_MINOR).mod),)
 $(error K8S_MINOR=$(K8S_MINOR): no components/go.k8s-$(K8S_MINOR).mod; the minors are $(K8S_MINORS) (hack/minor-modfile.sh adds one))
 endif
 K8S_MODFILE := -modfile=go.k8s-$(K8S_MINOR).mod
-K8S_TAGS := -tags k8s$(subst .,_,$(K8S_MINOR))
+K8S_TAG := k8s$(subst .,_,$(K8S_MINOR))
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' components/go.k8s-$(K8S_MINOR).mod)
 endif
+K8S_TAGS := $(if $(K8S_TAG),-tags $(K8S_TAG))
 K8S_FLAGS := $(K8S_TAGS) $(K8S_MODFILE)
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
@@ -214,10 +215,23 @@ bench-core:
 
 # The reference binary for K8S_MINOR: bin/k3s-like-$(K8S_MINOR), and for the
 # default minor bin/k3s-like too (a hard link). -buildvcs=auto stamps the
-# kubeharness commit that --version prints, when git can tell.
+# kubeharness commit that --version prints, when git can tell. The node's
+# helper programs (containerd's runc shim, the CNI plugins) are built apart
+# and small by hack/helpers.sh, from the same modfile, and embedded
+# compressed (internal/helpers, build tag embedhelpers; the archive is
+# git-ignored); a plain `go build ./cmd/k3s-like` has none and runs itself
+# as them. Stripped (-trimpath, -s -w) unless DEBUG=1 (symbols and full
+# paths, for a debugger or `go tool nm`).
 K3S_LIKE := $(CURDIR)/bin/k3s-like-$(K8S_MINOR)
+HELPERS_ARCHIVE := $(CURDIR)/distro/k3s-like/internal/helpers/helpers.tar.zst
+DEBUG ?=
+BUILD_STRIP := $(if $(DEBUG),,-trimpath)
+BUILD_LDFLAGS := $(if $(DEBUG),,-s -w) $(K8S_LDFLAGS)
+comma := ,
 build:
-	cd distro/k3s-like && $(GO) build -buildvcs=auto $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
+	GO="$(GO)" MODFILE=$(patsubst -modfile=%,%,$(K8S_MODFILE)) TAGS=$(K8S_TAG) DEBUG=$(DEBUG) bash hack/helpers.sh $(HELPERS_ARCHIVE)
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags embedhelpers$(if $(K8S_TAG),$(comma)$(K8S_TAG)) $(K8S_MODFILE) \
+		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
 	$(if $(K8S_MODFILE),,ln -f $(K3S_LIKE) $(CURDIR)/bin/k3s-like)
 
 # Generated code of components/apis (deep-copy functions and the Feature
