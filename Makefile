@@ -221,16 +221,21 @@ bench-core:
 # compressed (internal/helpers, build tag embedhelpers; the archive is
 # git-ignored); a plain `go build ./cmd/k3s-like` has none and runs itself
 # as them. Stripped (-trimpath, -s -w) unless DEBUG=1 (symbols and full
-# paths, for a debugger or `go tool nm`).
+# paths, for a debugger or `go tool nm`). kustomize_disable_go_plugin_support:
+# kubectl's kustomize imports the "plugin" package for Go plugins (.so files
+# that must match the binary's build exactly, alpha), and with it the
+# linker exports every symbol: 44.8 MB of .dynsym and .dynstr, which -s
+# does not strip.
 K3S_LIKE := $(CURDIR)/bin/k3s-like-$(K8S_MINOR)
 HELPERS_ARCHIVE := $(CURDIR)/distro/k3s-like/internal/helpers/helpers.tar.zst
 DEBUG ?=
 BUILD_STRIP := $(if $(DEBUG),,-trimpath)
 BUILD_LDFLAGS := $(if $(DEBUG),,-s -w) $(K8S_LDFLAGS)
 comma := ,
+BUILD_TAGS := embedhelpers,kustomize_disable_go_plugin_support$(if $(K8S_TAG),$(comma)$(K8S_TAG))
 build:
 	GO="$(GO)" MODFILE=$(patsubst -modfile=%,%,$(K8S_MODFILE)) TAGS=$(K8S_TAG) DEBUG=$(DEBUG) bash hack/helpers.sh $(HELPERS_ARCHIVE)
-	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags embedhelpers$(if $(K8S_TAG),$(comma)$(K8S_TAG)) $(K8S_MODFILE) \
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(BUILD_TAGS) $(K8S_MODFILE) \
 		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
 	$(if $(K8S_MODFILE),,ln -f $(K3S_LIKE) $(CURDIR)/bin/k3s-like)
 
@@ -275,15 +280,17 @@ test-images:
 
 # The adapters for the real components (separate module; each control-plane
 # start in a fresh process; not -race: see components/README.md).
+# $(BUILD_STRIP): -trimpath as make build, so that make test compiles each
+# upstream package once.
 test-components:
-	cd components && $(GO) vet $(K8S_FLAGS) ./... && $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...
+	cd components && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...
 
 # The reference binary's end-to-end tests: they build bin/k3s-like-$(K8S_MINOR)
 # and run it as real child processes; the datastore fault scenarios
 # (FAULT_TESTS, about five minutes) are faults-short and faults, the cluster
 # network with host-gw (CLUSTER_TESTS) test-cluster.
 test-example: build
-	cd distro/k3s-like && $(GO) vet $(K8S_FLAGS) ./... && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m \
+	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
 		-skip '^($(FAULT_TESTS)|$(CLUSTER_TESTS))$$' ./...
 
 # make test-cluster: the pod network between machines with flannel's
