@@ -195,7 +195,13 @@ const agentIP = "192.0.2.11"
 // dataDir, inside a new network namespace that script sets up.
 func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServer {
 	t.Helper()
-	cmd := exec.Command("unshare", append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary}, args...)...)
+	return startBinaryInNetns(t, binary, dataDir, script, args)
+}
+
+// startBinaryInNetns is startInNetns with the k3s-like binary bin.
+func startBinaryInNetns(t *testing.T, bin, dataDir, script string, args []string) *nodeServer {
+	t.Helper()
+	cmd := exec.Command("unshare", append([]string{"--net", "--fork", "sh", "-c", script, "sh", bin}, args...)...)
 	s := startNode(t, dataDir, cmd, args[0])
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
