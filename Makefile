@@ -308,10 +308,11 @@ test-cluster: build
 
 # The minimal embedder's end-to-end test (examples/minimal, its own module):
 # it builds the binary with the version stamped in and runs it as a child
-# process.
+# process. GOFLAGS with $(BUILD_STRIP): its build of the upstream packages
+# is the one make build and test-components compiled.
 test-minimal:
 	$(if $(K8S_MODFILE),$(error examples/minimal builds against the default minor only, $(K8S_DEFAULT_MINOR)))
-	cd examples/minimal && $(GO) vet ./... && MINIMAL_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test -count=1 -timeout 30m ./...
+	cd examples/minimal && export GOFLAGS="$$($(GO) env GOFLAGS) $(BUILD_STRIP)" && $(GO) vet ./... && MINIMAL_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test -count=1 -timeout 30m ./...
 
 # The linker flags that stamp the version, for running go test by hand.
 # The datastore fault scenarios against the real binary (issue 18; figures

@@ -36,4 +36,5 @@ CGO_ENABLED=0 $go build "${mod[@]}" "${strip[@]}" -tags "$tags" \
   -o "$tmp/containerd-shim-runc-v2" $ctrd/cmd/containerd-shim-runc-v2
 CGO_ENABLED=0 $go build "${mod[@]}" "${strip[@]}" -tags "$tags" -ldflags "$ldflags" -o "$tmp/cni" ./cmd/cni
 for p in $("$tmp/cni" --plugins); do ln -s cni "$tmp/$p"; done
+echo "helpers: containerd-shim-runc-v2 $version ($(stat -c %s "$tmp/containerd-shim-runc-v2") bytes), cni ($(stat -c %s "$tmp/cni") bytes): $("$tmp/cni" --plugins | tr '\n' ' ')"
 $go run "${mod[@]}" ./internal/helpers/pack -o "$out" "$tmp"
