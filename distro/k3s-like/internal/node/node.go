@@ -275,9 +275,15 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		}
 		rt := noderuntime.New(noderuntime.Config{
 			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
-			Socket:  d.socket(),
-			BinDir:  d.bin,
-			Output:  containerdLog{},
+			// The shim by name on containerd's PATH too: the bundle of a
+			// container task served by its sandbox's shim records no shim
+			// path, and a containerd started again (after a SIGKILL, or an
+			// upgrade) finds the shim for it by name, or drops the task,
+			// leaving its container running unknown to the kubelet.
+			Env:    append(os.Environ(), "PATH="+d.bin+string(os.PathListSeparator)+os.Getenv("PATH")),
+			Socket: d.socket(),
+			BinDir: d.bin,
+			Output: containerdLog{},
 			// The harness gives the stop StopTimeout: Stop's sweep of the
 			// pod sandboxes half of it, then containerd a quarter after
 			// SIGTERM, so that the kill of its group and of the shims left

@@ -35,7 +35,7 @@ func TestNodeUpgradeKeepsShims(t *testing.T) {
 		t.Skip("$K3S_LIKE_PREVIOUS: a k3s-like binary of the previous layout (its shim and CNI plugins itself)")
 	}
 	dataDir := t.TempDir()
-	args := []string{"server", "--data-dir=" + dataDir, "--node-name=node-a", "--disable=coredns"}
+	args := []string{"server", "--data-dir=" + dataDir, "--node-name=node-a", "--disable=coredns", "--vmodule=node=1"} // node=1: containerd's log
 	s := startBinaryInNetns(t, prev, dataDir, netnsScript, args)
 	s.waitNodeReady(90 * time.Second)
 	busybox := busyboxImage(t)
@@ -66,6 +66,16 @@ spec:
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		t.Logf("before the upgrade: shim %d runs %s", pid, exe)
 	}
+	sleeps := func(tab proctree.Table) (pids []int) {
+		for pid, p := range tab {
+			if p.Cmdline == "sleep 3599 " {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	container := sleeps(tab)
+	require.Len(t, container, 1, "the kept Pod's process")
 
 	require.NoError(t, syscall.Kill(s.pid, syscall.SIGKILL))
 	<-s.exited
@@ -84,6 +94,7 @@ spec:
 	for _, pid := range oldShims {
 		assert.True(t, proctree.Alive(pid), "the old shim %d still runs", pid)
 	}
+	assert.True(t, proctree.Alive(container[0]), "the kept Pod's process %d still runs", container[0])
 	fi, err := os.Lstat(filepath.Join(dataDir, "agent", "bin"))
 	require.NoError(t, err)
 	require.NotZero(t, fi.Mode()&os.ModeSymlink, "agent/bin is the link to the embedded helpers")
