@@ -17,7 +17,7 @@
 # place. Stripped (-trimpath, -s -w) unless DEBUG is set.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:?the archive to write}
+out=$(realpath -m "${1:?the archive to write}")
 go=${GO:-go}
 cd "$root/distro/k3s-like"
 mod=()
