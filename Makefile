@@ -19,16 +19,17 @@ K8S_MINORS := $(K8S_DEFAULT_MINOR) $(patsubst components/go.k8s-%.mod,%,$(filter
 K8S_MINOR ?= $(K8S_DEFAULT_MINOR)
 ifeq ($(K8S_MINOR),$(K8S_DEFAULT_MINOR))
 K8S_MODFILE :=
-K8S_TAGS :=
+K8S_TAG :=
 K8S_VERSION := $(K8S_DEFAULT_VERSION)
 else
 ifeq ($(wildcard components/go.k8s-$(K8S_MINOR).mod),)
 $(error K8S_MINOR=$(K8S_MINOR): no components/go.k8s-$(K8S_MINOR).mod; the minors are $(K8S_MINORS) (hack/minor-modfile.sh adds one))
 endif
 K8S_MODFILE := -modfile=go.k8s-$(K8S_MINOR).mod
-K8S_TAGS := -tags k8s$(subst .,_,$(K8S_MINOR))
+K8S_TAG := k8s$(subst .,_,$(K8S_MINOR))
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' components/go.k8s-$(K8S_MINOR).mod)
 endif
+K8S_TAGS := $(if $(K8S_TAG),-tags $(K8S_TAG))
 K8S_FLAGS := $(K8S_TAGS) $(K8S_MODFILE)
 K8S_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 \
@@ -214,10 +215,28 @@ bench-core:
 
 # The reference binary for K8S_MINOR: bin/k3s-like-$(K8S_MINOR), and for the
 # default minor bin/k3s-like too (a hard link). -buildvcs=auto stamps the
-# kubeharness commit that --version prints, when git can tell.
+# kubeharness commit that --version prints, when git can tell. The node's
+# helper programs (containerd's runc shim, the CNI plugins) are built apart
+# and small by hack/helpers.sh, from the same modfile, and embedded
+# compressed (internal/helpers, build tag embedhelpers; the archive is
+# git-ignored); a plain `go build ./cmd/k3s-like` has none and runs itself
+# as them. Stripped (-trimpath, -s -w) unless DEBUG=1 (symbols and full
+# paths, for a debugger or `go tool nm`). kustomize_disable_go_plugin_support:
+# kubectl's kustomize imports the "plugin" package for Go plugins (.so files
+# that must match the binary's build exactly, alpha), and with it the
+# linker exports every symbol: 44.8 MB of .dynsym and .dynstr, which -s
+# does not strip.
 K3S_LIKE := $(CURDIR)/bin/k3s-like-$(K8S_MINOR)
+HELPERS_ARCHIVE := $(CURDIR)/distro/k3s-like/internal/helpers/helpers.tar.zst
+DEBUG ?=
+BUILD_STRIP := $(if $(DEBUG),,-trimpath)
+BUILD_LDFLAGS := $(if $(DEBUG),,-s -w) $(K8S_LDFLAGS)
+comma := ,
+BUILD_TAGS := embedhelpers,kustomize_disable_go_plugin_support$(if $(K8S_TAG),$(comma)$(K8S_TAG))
 build:
-	cd distro/k3s-like && $(GO) build -buildvcs=auto $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
+	GO="$(GO)" MODFILE=$(patsubst -modfile=%,%,$(K8S_MODFILE)) TAGS=$(K8S_TAG) DEBUG=$(DEBUG) bash hack/helpers.sh $(HELPERS_ARCHIVE)
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(BUILD_TAGS) $(K8S_MODFILE) \
+		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
 	$(if $(K8S_MODFILE),,ln -f $(K3S_LIKE) $(CURDIR)/bin/k3s-like)
 
 # Generated code of components/apis (deep-copy functions and the Feature
@@ -261,15 +280,17 @@ test-images:
 
 # The adapters for the real components (separate module; each control-plane
 # start in a fresh process; not -race: see components/README.md).
+# $(BUILD_STRIP): -trimpath as make build, so that make test compiles each
+# upstream package once.
 test-components:
-	cd components && $(GO) vet $(K8S_FLAGS) ./... && $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...
+	cd components && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...
 
 # The reference binary's end-to-end tests: they build bin/k3s-like-$(K8S_MINOR)
 # and run it as real child processes; the datastore fault scenarios
 # (FAULT_TESTS, about five minutes) are faults-short and faults, the cluster
 # network with host-gw (CLUSTER_TESTS) test-cluster.
 test-example: build
-	cd distro/k3s-like && $(GO) vet $(K8S_FLAGS) ./... && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m \
+	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
 		-skip '^($(FAULT_TESTS)|$(CLUSTER_TESTS))$$' ./...
 
 # make test-cluster: the pod network between machines with flannel's
@@ -287,10 +308,11 @@ test-cluster: build
 
 # The minimal embedder's end-to-end test (examples/minimal, its own module):
 # it builds the binary with the version stamped in and runs it as a child
-# process.
+# process. GOFLAGS with $(BUILD_STRIP): its build of the upstream packages
+# is the one make build and test-components compiled.
 test-minimal:
 	$(if $(K8S_MODFILE),$(error examples/minimal builds against the default minor only, $(K8S_DEFAULT_MINOR)))
-	cd examples/minimal && $(GO) vet ./... && MINIMAL_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test -count=1 -timeout 30m ./...
+	cd examples/minimal && export GOFLAGS="$$($(GO) env GOFLAGS) $(BUILD_STRIP)" && $(GO) vet ./... && MINIMAL_LDFLAGS="$(K8S_LDFLAGS)" $(GO) test -count=1 -timeout 30m ./...
 
 # The linker flags that stamp the version, for running go test by hand.
 # The datastore fault scenarios against the real binary (issue 18; figures

@@ -15,20 +15,18 @@ import (
 	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/task/plugin"
 	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins"
 
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/bridge"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/hostlocal"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/loopback"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni/portmap"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
 )
 
-// The binary is also the node's container runtime and CNI plugins, as
-// k3s's is: run as `k3s-like containerd …` it is containerd (the node's
-// Runtime component starts it so, as a child); under the name
-// containerd-shim-runc-v2 it is containerd's runc shim; under bridge,
-// host-local, loopback or portmap, that CNI plugin. The names are symlinks
-// to the binary in the node's bin directory, which containerd is
-// configured to use.
+// The binary is also the node's container runtime, as k3s's is: run as
+// `k3s-like containerd …` it is containerd (the node's Runtime component
+// starts it so, as a child). Its shim and CNI plugins are small programs
+// of their own, embedded by make build (internal/helpers, cmd/cni); a
+// binary built without them (go build ./cmd/k3s-like, for development) is
+// them too: under the name containerd-shim-runc-v2 it is containerd's
+// runc shim, under bridge, host-local, loopback or portmap that CNI
+// plugin, by symlinks to it in the node's bin directory.
 
 // personalityEnv marks a re-executed shim: the shim starts its daemon by
 // running os.Executable() — the binary's real path, not the symlink's name
@@ -38,13 +36,9 @@ const personalityEnv = "K3S_LIKE_PERSONALITY"
 // personalities are the programs the binary is besides k3s-like, by the
 // names the node runs them under (node.ShimName, node.CNIPlugins).
 func personalities() map[string]func() {
-	return map[string]func(){
-		node.ShimName: shimMain,
-		"bridge":      bridge.Main,
-		"host-local":  hostlocal.Main,
-		"loopback":    loopback.Main,
-		"portmap":     portmap.Main,
-	}
+	m := cni.Mains()
+	m[node.ShimName] = shimMain
+	return m
 }
 
 // runPersonality runs the program the binary was started as, if it is not

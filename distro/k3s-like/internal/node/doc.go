@@ -8,7 +8,9 @@
 //	               // configuration writer, the feature reporter
 //	after the barrier: PrepareRuntime
 //	               // containerd's config.toml, the registry mirrors (registries.yaml),
-//	               // the binary under the shim's and the CNI plugins' names
+//	               // the shim and CNI plugins: DATA_DIR/agent/bin, a link to the embedded
+//	               // helpers unpacked into DATA_DIR/data/HASH/bin (internal/helpers), or,
+//	               // built without them, the binary under their names
 //	after the stop: AfterStop
 //	               // unmount what the kubelet and containerd mounted; with
 //	               // --cleanup-on-stop, remove the host rules

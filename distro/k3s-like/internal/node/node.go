@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/containerd/platforms"
 	"github.com/go-logr/logr"
@@ -29,25 +32,27 @@ import (
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/helpers"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/images"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/mounts"
 	"github.com/kubeharness/kubeharness/harness"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// The binary is also the node's container runtime and CNI plugins (the
-// multi-call dispatch of cmd/k3s-like): the names it runs them under.
+// The binary is also the node's container runtime (the multi-call
+// dispatch of cmd/k3s-like); the shim and the CNI plugins are the helpers
+// embedded in it (internal/helpers), or, in a binary built without them,
+// the binary itself under their names.
 const (
-	// ShimName is containerd's runc shim, a symlink in the node's bin
-	// directory.
+	// ShimName is containerd's runc shim, in the node's bin directory.
 	ShimName = "containerd-shim-runc-v2"
 	// ContainerdCommand is the subcommand the node runs containerd as.
 	ContainerdCommand = "containerd"
 )
 
-// CNIPlugins are the CNI plugins' names, symlinks in the node's bin
-// directory.
-func CNIPlugins() []string { return []string{"bridge", "host-local", "loopback", "portmap"} }
+// CNIPlugins are the CNI plugins' names, in the node's bin directory.
+func CNIPlugins() []string { return slices.Sorted(maps.Keys(cni.Mains())) }
 
 // Options are the node's flags, a server's and an agent's, named as k3s
 // names them.
@@ -102,7 +107,7 @@ func (o *Options) Check() error {
 type dirs struct {
 	agent   string // DATA_DIR/agent
 	run     string // /run/k3s-like/HASH
-	bin     string // the binary under the names of containerd's shim and the CNI plugins
+	bin     string // containerd's shim and the CNI plugins: a link to the helpers' DATA_DIR/data/HASH/bin, or the binary under their names
 	images  string // image archives imported at start
 	cniConf string
 }
@@ -282,9 +287,15 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		}
 		rt := noderuntime.New(noderuntime.Config{
 			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
-			Socket:  d.socket(),
-			BinDir:  d.bin,
-			Output:  containerdLog{},
+			// The shim by name on containerd's PATH too: the bundle of a
+			// container task served by its sandbox's shim records no shim
+			// path, and a containerd started again (after a SIGKILL, or an
+			// upgrade) finds the shim for it by name, or drops the task,
+			// leaving its container running unknown to the kubelet.
+			Env:    append(os.Environ(), "PATH="+d.bin+string(os.PathListSeparator)+os.Getenv("PATH")),
+			Socket: d.socket(),
+			BinDir: d.bin,
+			Output: containerdLog{},
 			// The harness gives the stop StopTimeout: Stop's sweep of the
 			// pod sandboxes half of it, then containerd a quarter after
 			// SIGTERM, so that the kill of its group and of the shims left
@@ -351,9 +362,8 @@ func (c Config) AfterStop(ctx context.Context, log logr.Logger) {
 // cniConfigName is the component that writes the node's CNI configuration.
 const cniConfigName = "cni-config"
 
-// PrepareRuntime writes containerd's configuration and the binary under
-// its shim's and the CNI plugins' names (nothing with
-// --container-runtime-endpoint).
+// PrepareRuntime writes containerd's configuration and its shim and CNI
+// plugins (prepareBin; nothing with --container-runtime-endpoint).
 func (c Config) PrepareRuntime() error {
 	if c.Options.runtimeEndpoint != "" {
 		return nil
@@ -367,10 +377,55 @@ func (c Config) PrepareRuntime() error {
 	if err != nil {
 		return err
 	}
-	for _, dir := range []string{d.bin, d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
+	for _, dir := range []string{d.images, d.cniConf, d.run, filepath.Dir(d.containerdConfig())} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
+	}
+	if err := c.prepareBin(d, cli.Logger().WithName("node")); err != nil {
+		return err
+	}
+	if err := writeHostsDir(d.hostsDir(), regs); err != nil {
+		return err
+	}
+	return atomicfile.Write(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
+}
+
+// prepareBin makes d.bin (DATA_DIR/agent/bin, the one path containerd's
+// configuration names) hold the shim and the CNI plugins: a link to the
+// embedded helpers, unpacked into DATA_DIR/data/HASH/bin; built without
+// them, a directory of links to this binary, which runs each under its
+// name. The path stays across upgrades: containerd records the shim's path
+// in each task's bundle, and without it would drop the task of a shim
+// started before.
+func (c Config) prepareBin(d dirs, log logr.Logger) error {
+	a, err := helpers.Embedded()
+	if err != nil {
+		return err
+	}
+	if a != nil {
+		for _, name := range append([]string{ShimName}, CNIPlugins()...) {
+			if !slices.ContainsFunc(a.Files(), func(f helpers.File) bool { return f.Name == name }) {
+				return fmt.Errorf("node: the embedded helpers (%s) lack %s (hack/helpers.sh builds them)", a.Hash(), name)
+			}
+		}
+		start := time.Now()
+		res, err := a.Unpack(c.DataDir, d.bin)
+		if err != nil {
+			return err
+		}
+		log.Info("Unpacked the node's helpers", "bin", d.bin, "to", res.Bin, "written", res.Written,
+			"pruned", res.Pruned, "keptInUse", res.InUse, "took", time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	log.Info("This binary has no helpers embedded (go build without -tags embedhelpers; make build embeds them): containerd runs the binary itself as its shim and CNI plugins", "bin", d.bin)
+	if fi, err := os.Lstat(d.bin); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if err := os.Remove(d.bin); err != nil { // the link to the helpers of another build
+			return err
+		}
+	}
+	if err := os.MkdirAll(d.bin, 0o700); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -383,10 +438,7 @@ func (c Config) PrepareRuntime() error {
 			return err
 		}
 	}
-	if err := writeHostsDir(d.hostsDir(), regs); err != nil {
-		return err
-	}
-	return atomicfile.Write(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
+	return nil
 }
 
 // containerdConfig is containerd's configuration for the node: its state

@@ -32,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubeharness/kubeharness/components/node/proctree"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
 )
@@ -194,7 +195,13 @@ const agentIP = "192.0.2.11"
 // dataDir, inside a new network namespace that script sets up.
 func startInNetns(t *testing.T, dataDir, script string, args []string) *nodeServer {
 	t.Helper()
-	cmd := exec.Command("unshare", append([]string{"--net", "--fork", "sh", "-c", script, "sh", binary}, args...)...)
+	return startBinaryInNetns(t, binary, dataDir, script, args)
+}
+
+// startBinaryInNetns is startInNetns with the k3s-like binary bin.
+func startBinaryInNetns(t *testing.T, bin, dataDir, script string, args []string) *nodeServer {
+	t.Helper()
+	cmd := exec.Command("unshare", append([]string{"--net", "--fork", "sh", "-c", script, "sh", bin}, args...)...)
 	s := startNode(t, dataDir, cmd, args[0])
 	require.Eventually(t, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
@@ -490,6 +497,11 @@ spec:
 		assert.Equal(t, "kubelet=true", f[len(f)-1], "SET-BY: %s", line)
 	})
 
+	config, err := os.ReadFile(filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml"))
+	require.NoError(t, err)
+	socket := tomlString(t, config, "address")
+	logShims(t, dataDir, socket)
+
 	// The containers of this run: the next start makes new ones (the stop
 	// removes the sandboxes), so a new ID is the new run's, not a status
 	// left in the datastore.
@@ -498,9 +510,6 @@ spec:
 		containerIDs[name] = s.kubectl("get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].containerID}")
 		require.NotEmpty(t, containerIDs[name])
 	}
-	config, err := os.ReadFile(filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml"))
-	require.NoError(t, err)
-	socket := tomlString(t, config, "address")
 	runDir := filepath.Dir(socket)
 	require.NoError(t, s.stop(), "SIGTERM: a clean stop")
 	// containerd, its shims (-address SOCKET) and their containers' processes
@@ -526,6 +535,37 @@ spec:
 		}, 90*time.Second, 250*time.Millisecond, "Pod %s runs again in a new container (was %s): %s", name, containerIDs[name], last)
 	}
 	require.NoError(t, s2.stop())
+}
+
+// logShims logs the executable and the memory of each shim of the
+// containerd at socket (/proc/PID/smaps_rollup), as the NODE figures. With
+// the embedded helpers (DATA_DIR/agent/bin a link), each shim must run from
+// DATA_DIR/data/HASH/bin, not from the k3s-like binary.
+func logShims(t *testing.T, dataDir, socket string) {
+	t.Helper()
+	tab, err := proctree.Read()
+	require.NoError(t, err)
+	pids := tab.Shims(socket)
+	require.NotEmpty(t, pids, "the shims of %s", socket)
+	fi, err := os.Lstat(filepath.Join(dataDir, "agent", "bin"))
+	embedded := err == nil && fi.Mode()&os.ModeSymlink != 0
+	for _, pid := range pids {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			continue // exited
+		}
+		kB := map[string]string{}
+		for _, line := range strings.Split(string(rollup), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				kB[k] = strings.TrimSuffix(strings.TrimSpace(v), " kB")
+			}
+		}
+		t.Logf("NODE shim %d (%s): RSS %s kB, PSS %s kB, anonymous %s kB", pid, exe, kB["Rss"], kB["Pss"], kB["Anonymous"])
+		if embedded {
+			assert.True(t, strings.HasPrefix(exe, filepath.Join(dataDir, "data")+"/"), "shim %d runs from the embedded helpers under %s/data, not %s", pid, dataDir, exe)
+		}
+	}
 }
 
 // TestNodeStopsWithManyPods: with 30 Pods running, SIGTERM stops the
