@@ -128,7 +128,7 @@ rehearsal:
 		$(MAKE) --no-print-directory K8S_MINOR=$$m build || exit 1; \
 		echo "== rehearsal: k3s-like $$m -> $(K8S_DEFAULT_MINOR) emulating $$m -> $$m -> $(K8S_DEFAULT_MINOR)"; \
 		(cd distro/k3s-like && K3S_LIKE_BINARY=$(CURDIR)/bin/k3s-like K3S_LIKE_OLD=$(CURDIR)/bin/k3s-like-$$m \
-			K3S_LIKE_NEW=$(CURDIR)/bin/k3s-like-$(K8S_DEFAULT_MINOR) $(GO) test -count=1 -timeout 10m \
+			K3S_LIKE_NEW=$(CURDIR)/bin/k3s-like-$(K8S_DEFAULT_MINOR) $(GO) test $(BUILD_STRIP) -count=1 -timeout 10m \
 			-run '^TestUpgradeRehearsal$$' -v ./test/e2e | grep -E '^(ok|FAIL|--- |    [a-z0-9_]+_test\.go:)|^\s+(Error Trace|Error|Messages):'; exit $${PIPESTATUS[0]}) || exit 1; \
 	done
 
@@ -304,7 +304,7 @@ test-example: build
 # Measured: 56 s of tests (2026-12-05, 2 cores, quiet). Not part of make test.
 CLUSTER_TESTS = TestClusterNetworkHostGW
 test-cluster: build
-	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 20m -v -run '^($(CLUSTER_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|CLUSTER |NET |Error'; exit $${PIPESTATUS[0]}
+	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 20m -v -run '^($(CLUSTER_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|CLUSTER |NET |Error'; exit $${PIPESTATUS[0]}
 
 # The minimal embedder's end-to-end test (examples/minimal, its own module):
 # it builds the binary with the version stamped in and runs it as a child
@@ -332,11 +332,16 @@ test-minimal:
 # SIGTERMs, the full filesystem (not part of make test). Both print the
 # FAULT and HA figures.
 FAULT_TESTS = TestSurvivesDatastorePause|TestSurvivesDatastorePauseWhileControllersAreBuilt|TestSurvivesDatastorePauseWhileSchedulerStarts|TestTwoServersSurviveDatastorePause|TestTwoServersHandOverFromPausedLeader|TestNoAcknowledgedWriteLost|TestStopWithoutDatastore|TestExitOnLeaseLoss|TestFullDataDirFilesystem|TestHAEmbeddedEtcd|TestHASnapshotRestore|TestEtcdSnapshotAtScale
+# What faults and faults-short print: results, figures and failures (the
+# whole output is in .cache/faults.log).
+FAULT_LINES := '^(ok|FAIL|--- |    --- )|FAULT |HA |^\s+(Error Trace|Error|Messages):'
 faults: build
-	cd distro/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_HA_KILLS=5 K3S_LIKE_SNAPSHOT_PODS=5000 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 60m -v -run '^($(FAULT_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|FAULT |HA '; exit $${PIPESTATUS[0]}
+	@mkdir -p .cache
+	cd distro/k3s-like && K3S_LIKE_FAULT_PAUSES="5s 15s 30s" K3S_LIKE_FAULT_KILL_ROUNDS=10 K3S_LIKE_HA_KILLS=5 K3S_LIKE_SNAPSHOT_PODS=5000 K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 60m -v -run '^($(FAULT_TESTS))$$' ./test/e2e 2>&1 | tee $(CURDIR)/.cache/faults.log | grep -E $(FAULT_LINES); exit $${PIPESTATUS[0]}
 
 faults-short: build
-	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^($(FAULT_TESTS))$$' ./test/e2e | grep -E '^(ok|FAIL|--- |    --- )|FAULT |HA '; exit $${PIPESTATUS[0]}
+	@mkdir -p .cache
+	cd distro/k3s-like && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^($(FAULT_TESTS))$$' ./test/e2e 2>&1 | tee $(CURDIR)/.cache/faults.log | grep -E $(FAULT_LINES); exit $${PIPESTATUS[0]}
 
 print-ldflags:
 	@echo '$(K8S_LDFLAGS)'
