@@ -706,12 +706,13 @@ func TestAgentJoins(t *testing.T) {
 	s.waitFeature(gate, "kubelet=true partial 1/2 node-b", 60*time.Second)
 	out, err := s.kubectlErr("wait", "--for=condition=Enabled=false", "feature/"+strings.ToLower(gate), "--timeout=10s")
 	require.NoError(t, err, out)
-	// A node writes only its own report.
+	// A node writes only its own report. node-b's kubeconfig names its
+	// load balancer, 127.0.0.1:6444 on the agent's machine: kubectl runs there.
 	nodeB := pki.Layout{Dir: filepath.Join(agentDir, "agent", "pki")}.NodeLayout("node-b").Kubeconfig()
 	replace := func(report string) (string, error) {
 		f := filepath.Join(agentDir, report+"-report.json")
 		require.NoError(t, os.WriteFile(f, []byte(s.kubectl("get", "nodefeaturereport", report, "-o", "json")), 0o600))
-		return s.run("kubectl", "--kubeconfig="+nodeB, "replace", "-f", f)
+		return a.run("kubectl", "--kubeconfig="+nodeB, "replace", "-f", f)
 	}
 	out, err = replace("node-a")
 	require.Error(t, err, out)
@@ -720,18 +721,18 @@ func TestAgentJoins(t *testing.T) {
 	assert.NoError(t, err, "its own: %s", out)
 
 	// NodeRestriction: node-b's credential cannot change node-a.
-	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "label", "node", "node-a", "stolen=yes")
+	out, err = a.run("kubectl", "--kubeconfig="+nodeB, "label", "node", "node-a", "stolen=yes")
 	require.Error(t, err, out)
 	assert.Contains(t, out, `node "node-b" is not allowed to modify node "node-a"`)
 	// Nor get node-a's identity: no permission that makes the
 	// controller-manager approve a client certificate for another name,
 	// and the serving certificate approver denies one in another's name.
-	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "auth", "can-i", "create", "certificatesigningrequests", "--subresource=nodeclient")
+	out, err = a.run("kubectl", "--kubeconfig="+nodeB, "auth", "can-i", "create", "certificatesigningrequests", "--subresource=nodeclient")
 	answer := strings.Split(strings.TrimSpace(out), "\n") // a warning may come first
 	assert.Equal(t, "no", answer[len(answer)-1], "%v: %s", err, out)
 	stealCSR := filepath.Join(agentDir, "steal.yaml")
 	require.NoError(t, os.WriteFile(stealCSR, []byte(servingCSRFor(t, "steal-node-a", "node-a")), 0o600))
-	out, err = s.run("kubectl", "--kubeconfig="+nodeB, "create", "-f", stealCSR)
+	out, err = a.run("kubectl", "--kubeconfig="+nodeB, "create", "-f", stealCSR)
 	require.Error(t, err, out)
 	assert.Contains(t, out, "can only create a node CSR with CN=system:node:node-b", "NodeRestriction")
 	// Were it created (by another identity in node-b's name), the
