@@ -20,6 +20,7 @@ import (
 	kubeletopts "k8s.io/kubernetes/cmd/kubelet/app/options"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletvalidation "k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
+	"k8s.io/kubernetes/pkg/volume/util/hostutil"
 
 	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/probe"
@@ -185,6 +186,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err := flags.PortsFree(Name, kubeletPorts(kc)); err != nil {
 		return err
 	}
+	if err := shareRootDir(k.server.RootDirectory); err != nil {
+		return err
+	}
 	deps, err := kubeletapp.UnsecuredDependencies(ctx, k.server, utilfeature.DefaultFeatureGate)
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
@@ -201,6 +205,23 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	})
 	defer stopProbe()
 	return stoppedWhileStarting(ctx, kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate))
+}
+
+// shareRootDir makes the kubelet's --root-dir a shared mount, with
+// upstream's code, before upstream's Run: the kubelet does it itself once
+// running (setupDataDirs), while its pods API server already makes its
+// socket in that directory; a bind mount stacked between the socket's
+// creation and its rename fails the rename (EXDEV), and upstream exits
+// the process. Done here, the kubelet's own call finds it shared and
+// mounts nothing. The mount stays until the node's cleanup removes it.
+func shareRootDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%s: --root-dir=%s: %w", Name, dir, err)
+	}
+	if err := hostutil.NewHostUtil().MakeRShared(dir); err != nil {
+		return fmt.Errorf("%s: --root-dir=%s: making it a shared mount: %w", Name, dir, err)
+	}
+	return nil
 }
 
 // stoppedWhileStarting is nil for the error upstream's Run returns when
