@@ -104,12 +104,14 @@ func loadedHashes(metrics []byte) []string {
 		if !strings.HasPrefix(line, loadedMetric+"{") {
 			continue
 		}
-		_, rest, ok := strings.Cut(line, `hash="`)
+		labels, _, ok := strings.Cut(strings.TrimPrefix(line, loadedMetric+"{"), "}")
 		if !ok {
 			continue
 		}
-		if h, _, ok := strings.Cut(rest, `"`); ok {
-			out = append(out, h)
+		for label := range strings.SplitSeq(labels, ",") {
+			if v, ok := strings.CutPrefix(label, `hash="`); ok {
+				out = append(out, strings.TrimSuffix(v, `"`))
+			}
 		}
 	}
 	return out
