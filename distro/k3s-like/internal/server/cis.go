@@ -68,7 +68,8 @@ const (
 // cisAPIServerArgs are kube-apiserver's defaults for the CIS Benchmark
 // items k3s's hardening guide sets by hand: the audit policy and log,
 // rotated (1.2.16–1.2.19); the Pod Security admission configuration;
-// strong TLS cipher suites only (1.2.29); with --secrets-encryption, the
+// strong TLS cipher suites only (1.2.29); service-account tokens not
+// extended (1.2.30); with --secrets-encryption, the
 // encryption config, reloaded when it changes (1.2.27, 1.2.28). Each may
 // be replaced by --kube-apiserver-arg.
 func (o *options) cisAPIServerArgs() []kubeargs.Arg {
@@ -84,6 +85,9 @@ func (o *options) cisAPIServerArgs() []kubeargs.Arg {
 		{Key: "audit-log-maxsize", Value: auditLogMaxSize},
 		{Key: "admission-control-config-file", Value: psa},
 		{Key: "tls-cipher-suites", Value: strings.Join(pki.StrongCipherSuites(), ",")},
+		// Projected service-account tokens expire when they say (1.2.30;
+		// upstream extends the kubelet's to a year for old clients).
+		{Key: "service-account-extend-token-expiration", Value: "false"},
 	}
 	if o.secretsEncryption {
 		args = append(args,

@@ -39,8 +39,9 @@ func TestCISAPIServerArgs(t *testing.T) {
 	for key, want := range map[string]string{
 		"audit-policy-file": filepath.Join(dir, "audit.yaml"), "audit-log-path": filepath.Join(dir, "logs", "audit.log"),
 		"audit-log-maxage": "30", "audit-log-maxbackup": "10", "audit-log-maxsize": "100",
-		"admission-control-config-file": filepath.Join(dir, "psa.yaml"),
-		"tls-cipher-suites":             "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
+		"admission-control-config-file":           filepath.Join(dir, "psa.yaml"),
+		"service-account-extend-token-expiration": "false",
+		"tls-cipher-suites":                       "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
 	} {
 		got, ok := kubeargs.Value(args, key)
 		assert.True(t, ok, "--%s", key)
