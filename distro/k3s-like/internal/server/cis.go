@@ -100,7 +100,9 @@ func (o *options) cisAPIServerArgs() []kubeargs.Arg {
 // checkCIS checks the flags of the CIS defaults, and the state of the
 // encryption config against --secrets-encryption: a config on disk means
 // the datastore holds Secrets only its keys decrypt, so the flag may not
-// be dropped; a config that cannot be read is an error naming the file.
+// be dropped; a config that cannot be read is an error naming the file; a
+// server joining an etcd cluster (--server) brings the cluster's config,
+// it never makes a key of its own.
 func (o *options) checkCIS(user []kubeargs.Arg) error {
 	if !slices.Contains(secretsencrypt.Providers(), o.secretsEncryptionProvider) {
 		return fmt.Errorf("--secrets-encryption-provider=%s: want one of %s", o.secretsEncryptionProvider, strings.Join(secretsencrypt.Providers(), ", "))
@@ -118,6 +120,10 @@ func (o *options) checkCIS(user []kubeargs.Arg) error {
 	path := datadir.EncryptionConfig(o.DataDir)
 	_, err := secretsencrypt.Load(path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && o.secretsEncryption && o.etcd.server != "":
+		// A key of its own would write Secrets the other servers cannot
+		// read (and it could not read theirs).
+		return fmt.Errorf("--secrets-encryption with --server=%s: this server joins a cluster whose Secrets are encrypted with keys it does not have: copy %s (0600) from a server of the cluster first (the config is not shared through the datastore)", o.etcd.server, path)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:

@@ -71,7 +71,8 @@ func TestCISAPIServerArgs(t *testing.T) {
 // TestCISChecks: each refusal is one line naming the flag or the file: a
 // provider k3s does not offer; a Pod Security file given twice or
 // missing; an encryption config on disk without --secrets-encryption (its
-// Secrets would be unreadable); a tampered config.
+// Secrets would be unreadable); a server joining with --server and no
+// config (it would make a key the others lack); a tampered config.
 func TestCISChecks(t *testing.T) {
 	dir := t.TempDir()
 	_, err := apiserverArgs(t, "--data-dir="+dir, "--secrets-encryption", "--secrets-encryption-provider=aesgcm")
@@ -91,6 +92,12 @@ func TestCISChecks(t *testing.T) {
 	assert.ErrorContains(t, err, "--secrets-encryption")
 	_, err = apiserverArgs(t, "--data-dir="+dir, "--secrets-encryption")
 	assert.NoError(t, err)
+
+	join, err := parseServer(t, []string{"--data-dir=" + t.TempDir(), "--secrets-encryption", "--server=https://192.0.2.1:6443"})
+	require.NoError(t, err)
+	err = join.checkCIS(nil)
+	assert.ErrorContains(t, err, "--secrets-encryption with --server=https://192.0.2.1:6443")
+	assert.ErrorContains(t, err, "copy "+datadir.EncryptionConfig(join.DataDir))
 
 	require.NoError(t, os.WriteFile(path, []byte(`{"kind":`), 0o600))
 	_, err = apiserverArgs(t, "--data-dir="+dir, "--secrets-encryption")
