@@ -369,10 +369,13 @@ func checkEtcdTLS(t *testing.T, dir string, clientPort, peerPort int) {
 		port int
 	}{{"client (2.2)", clientPort}, {"peer (2.5)", peerPort}} {
 		for _, c := range []struct {
-			who   string
-			certs []tls.Certificate
-		}{{"no client certificate", nil}, {"the admin's (client CA)", []tls.Certificate{admin}}} {
-			conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port.port), &tls.Config{RootCAs: pool, Certificates: c.certs, MinVersion: tls.VersionTLS12})
+			who  string
+			cert *tls.Certificate
+		}{{"no client certificate", &tls.Certificate{}}, {"the admin's (client CA)", &admin}} {
+			// Sent whatever CAs etcd asks for (Go's client would send
+			// none of another CA's).
+			send := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return c.cert, nil }
+			conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port.port), &tls.Config{RootCAs: pool, GetClientCertificate: send, MinVersion: tls.VersionTLS12})
 			if err == nil {
 				// TLS 1.3: the server's refusal arrives with the first read.
 				_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
@@ -381,6 +384,9 @@ func checkEtcdTLS(t *testing.T, dir string, clientPort, peerPort int) {
 					_, err = conn.Read(make([]byte, 1))
 				}
 				conn.Close()
+			}
+			if len(c.cert.Certificate) > 0 && err != nil {
+				assert.NotContains(t, err.Error(), "certificate required", "the admin's certificate was sent, and refused for its CA")
 			}
 			if assert.Error(t, err, "etcd %s port with %s", port.name, c.who) &&
 				assert.NotContains(t, err.Error(), "x509", "the refusal is etcd's, not ours: its serving certificate is of the etcd CA") {
