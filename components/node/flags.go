@@ -41,6 +41,10 @@ type Settings struct {
 	// AllowCgroupV1 sets failCgroupV1: false (v1.35+ refuses a cgroup v1
 	// host otherwise). See CgroupV1.
 	AllowCgroupV1 bool
+	// ProtectKernelDefaults makes the kubelet exit when the host's kernel
+	// tunables differ from its defaults, instead of setting them (k3s's
+	// --protect-kernel-defaults, CIS 4.2.6 of older benchmarks).
+	ProtectKernelDefaults bool
 }
 
 // DefaultKubeletFlags are the kubelet's flags for a node of a control
@@ -49,8 +53,14 @@ type Settings struct {
 // request for one), clients authenticated by the
 // cluster's client CA and authorized by the apiserver (Webhook, no
 // anonymous access, no read-only port), its directories under RootDir,
-// the runtime's socket, the cgroupfs driver, and the image garbage
-// collector and disk eviction thresholds of k3s (5% free).
+// the runtime's socket, the cgroupfs driver, the image garbage
+// collector and disk eviction thresholds of k3s (5% free), and the CIS
+// Benchmark's kubelet items k3s's hardening guide sets: idle streaming
+// connections closed after 5 minutes (4.2.5), strong TLS cipher suites
+// only (4.2.12), and its client certificate renewed while it runs
+// (--rotate-certificates, 4.2.10: a CSR of the node, approved by the
+// controller-manager for the node's own name), with or without a
+// bootstrap kubeconfig.
 func DefaultKubeletFlags(l pki.Layout, s Settings) []kubeargs.Arg {
 	nl := l.NodeLayout(s.Name)
 	args := []kubeargs.Arg{
@@ -71,6 +81,12 @@ func DefaultKubeletFlags(l pki.Layout, s Settings) []kubeargs.Arg {
 		{Key: "eviction-minimum-reclaim", Value: "imagefs.available=10%,nodefs.available=10%"},
 		{Key: "image-gc-high-threshold", Value: "95"},
 		{Key: "image-gc-low-threshold", Value: "90"},
+		{Key: "streaming-connection-idle-timeout", Value: "5m"},
+		{Key: "tls-cipher-suites", Value: strings.Join(pki.StrongCipherSuites(), ",")},
+		{Key: "rotate-certificates", Value: "true"},
+	}
+	if s.ProtectKernelDefaults {
+		args = append(args, kubeargs.Arg{Key: "protect-kernel-defaults", Value: "true"})
 	}
 	if s.ServingBootstrap {
 		args = append(args, kubeargs.Arg{Key: "rotate-server-certificates", Value: "true"})

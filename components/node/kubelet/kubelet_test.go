@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -371,6 +372,19 @@ func TestDefaultKubeletFlags(t *testing.T) {
 	assert.Equal(t, !v1, s.FailCgroupV1)
 	assert.Equal(t, files.Layout().NodeLayout("node-a").Serving().CertFile, s.TLSCertFile)
 	assert.False(t, s.ServerTLSBootstrap)
+	// The CIS Benchmark's kubelet items (4.2.5, 4.2.10, 4.2.12).
+	assert.Equal(t, 5*time.Minute, s.StreamingConnectionIdleTimeout.Duration)
+	assert.True(t, s.RotateCertificates, "every node renews its client certificate while it runs")
+	assert.Equal(t, pki.StrongCipherSuites(), s.TLSCipherSuites)
+	assert.False(t, s.ProtectKernelDefaults)
+
+	flags = node.DefaultKubeletFlags(files.Layout(), node.Settings{
+		Name: "node-a", RootDir: filepath.Join(dir, "kubelet"), RuntimeSocket: filepath.Join(dir, "containerd.sock"),
+		AllowCgroupV1: v1, ProtectKernelDefaults: true,
+	})
+	k, _, err = parsedKubeletExactly(t, kubeargs.Merge(flags, nil, nil)...)
+	require.NoError(t, err)
+	assert.True(t, k.Server().ProtectKernelDefaults)
 
 	// An agent's kubelet asks for its serving certificate instead.
 	flags = node.DefaultKubeletFlags(files.Layout(), node.Settings{

@@ -119,8 +119,8 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 	}
 	c.Options.FlannelBackend = settings.FlannelBackend // the server's, as k3s's agents take it
 	c.KubeletDefaults = []kubeargs.Arg{
+		// --rotate-certificates is every node's (kubenode.DefaultKubeletFlags).
 		{Key: "bootstrap-kubeconfig", Value: cluster.BootstrapKubeconfig(c.Layout)},
-		{Key: "rotate-certificates", Value: "true"},
 	}
 	c.ServingBootstrap = true
 	lb, err := a.loadBalancer(c, u)

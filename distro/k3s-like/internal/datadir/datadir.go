@@ -23,3 +23,19 @@ func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "adm
 // Snapshots is where the embedded etcd's snapshots go unless
 // --etcd-snapshot-dir says otherwise: DATA_DIR/snapshots.
 func Snapshots(dataDir string) string { return filepath.Join(dataDir, "snapshots") }
+
+// EncryptionConfig is the EncryptionConfiguration of --secrets-encryption,
+// as k3s keeps it: DATA_DIR/cred/encryption-config.json (0600).
+func EncryptionConfig(dataDir string) string {
+	return filepath.Join(dataDir, "cred", "encryption-config.json")
+}
+
+// AuditPolicy is kube-apiserver's default audit policy: DATA_DIR/audit.yaml.
+func AuditPolicy(dataDir string) string { return filepath.Join(dataDir, "audit.yaml") }
+
+// AuditLog is kube-apiserver's default audit log: DATA_DIR/logs/audit.log.
+func AuditLog(dataDir string) string { return filepath.Join(dataDir, "logs", "audit.log") }
+
+// PodSecurityConfig is the default Pod Security admission configuration:
+// DATA_DIR/psa.yaml.
+func PodSecurityConfig(dataDir string) string { return filepath.Join(dataDir, "psa.yaml") }

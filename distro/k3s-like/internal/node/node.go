@@ -69,6 +69,8 @@ type Options struct {
 	privateRegistry string
 	FlannelBackend  string // a server's flag; an agent runs its server's
 	flannelIface    string
+	// protectKernelDefaults is k3s's --protect-kernel-defaults.
+	protectKernelDefaults bool
 }
 
 // AddFlags adds the node's flags; a server's has --disable-agent too.
@@ -84,6 +86,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet, server bool) {
 	f.StringArrayVar(&o.kubeProxyArgs, "kube-proxy-arg", nil, "Customized flag for kube-proxy (repeatable), as --kubelet-arg")
 	f.BoolVar(&o.DisableProxy, "disable-kube-proxy", false, "Do not run kube-proxy: Services need another proxy (a CNI that replaces it)")
 	f.StringVar(&o.privateRegistry, "private-registry", "", "Registry mirrors, k3s's registries.yaml (mirrors.HOST.endpoint: [URL, ...]), for the containerd of this binary (default "+defaultRegistriesFile+", if it exists)")
+	f.BoolVar(&o.protectKernelDefaults, "protect-kernel-defaults", false, "The kubelet exits if the host's kernel tunables (vm.overcommit_memory=1, vm.panic_on_oom=0, kernel.panic=10, kernel.panic_on_oops=1) differ from its defaults, instead of setting them (k3s's flag; CIS hardening guide): set them first, e.g. in /etc/sysctl.d")
 	f.BoolVar(&o.cleanupOnStop, "cleanup-on-stop", false, "When stopping, remove the host rules kube-proxy, the kubelet and flannel made (KUBE-* and FLANNEL-* iptables chains, kube-proxy's nftables tables, the flannel.1 device and flannel's routes); by default they stay, as upstream's, so that Services keep answering across a restart")
 	o.addFlannelFlags(f, server)
 }
@@ -229,7 +232,8 @@ func (c Config) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
 		ServingBootstrap: c.ServingBootstrap,
 		// These hosts keep cgroup v1 (the unified hierarchy has no
 		// controllers): the kubelet is told so explicitly.
-		AllowCgroupV1: v1,
+		AllowCgroupV1:         v1,
+		ProtectKernelDefaults: c.Options.protectKernelDefaults,
 	})
 	user, err := kubeargs.Parse("kubelet-arg", c.Options.kubeletArgs)
 	if err != nil {

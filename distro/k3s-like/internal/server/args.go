@@ -116,6 +116,10 @@ func (o *options) componentArgs() (map[string][]string, error) {
 			}
 		}
 		if name == components.APIServerName {
+			if err := o.checkCIS(extra); err != nil {
+				return nil, err
+			}
+			d = append(d, o.cisAPIServerArgs()...)
 			// The join credential agents read their bootstrap token with
 			// (cluster.WriteJoinAuthFile, written with DATA_DIR/token).
 			d = append(d, kubeargs.Arg{Key: "token-auth-file", Value: cluster.JoinAuthFile(o.DataDir)})

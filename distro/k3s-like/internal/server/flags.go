@@ -12,6 +12,7 @@ import (
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/deploy"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/secretsencrypt"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/status"
 )
 
@@ -53,6 +54,10 @@ type options struct {
 	dnsUpstreams      []string // CoreDNS's forward targets (package deploy)
 	node              node.Options
 	etcd              etcdOptions // the embedded etcd as a cluster (etcdcluster.go)
+	// CIS defaults (cis.go)
+	secretsEncryption         bool
+	secretsEncryptionProvider string
+	psaConfigFile             string
 }
 
 // NewCommand is `k3s-like server`.
@@ -100,6 +105,9 @@ func newCommandWithOptions() (*cobra.Command, *options) {
 	f.IntVar(&o.etcdPeerPort, "etcd-peer-port", 2380, "Embedded etcd peer port (loopback)")
 	f.StringSliceVar(&o.disable, "disable", nil, "Do not deploy a packaged component, and delete it if it was (repeatable, or comma-separated; valid: "+strings.Join(deploy.PackagedNames(), ", ")+")")
 	f.StringSliceVar(&o.dnsUpstreams, "cluster-dns-upstream", nil, "Where CoreDNS forwards names outside the cluster domain: IP[:port] or a resolv.conf path in its container (repeatable); none by default, so no query leaves the machine")
+	f.BoolVar(&o.secretsEncryption, "secrets-encryption", false, "Encrypt Secrets at rest (k3s's flag): a key from crypto/rand in DATA_DIR/cred/encryption-config.json (0600), kube-apiserver's --encryption-provider-config, reloaded when it changes; see k3s-like secrets-encrypt. Once on, it must stay on")
+	f.StringVar(&o.secretsEncryptionProvider, "secrets-encryption-provider", secretsencrypt.AESCBC, "The provider of the first key with --secrets-encryption: "+strings.Join(secretsencrypt.Providers(), " or ")+" (k3s's flag); secrets-encrypt rotate-keys changes it")
+	f.StringVar(&o.psaConfigFile, "pod-security-admission-config-file", "", "kube-apiserver's Pod Security admission configuration (RKE2's flag); default DATA_DIR/psa.yaml, written if absent: baseline enforced, kube-system exempt")
 	o.node.AddFlags(f, true)
 	o.addEtcdFlags(f)
 	return cmd, o

@@ -123,6 +123,7 @@ func (o *options) afterBarrier(ctx context.Context, cp *controlPlane, args map[s
 	}
 	hooks = append(hooks,
 		func(*scoping.Plan) error { return o.ensurePKI(ctx, log) },
+		func(*scoping.Plan) error { return o.writeCISFiles(time.Now()) },
 		func(*scoping.Plan) error { return o.markCluster() },
 		func(*scoping.Plan) error { return o.statusEndpoint(cp).Serve(ctx) })
 	if !o.node.DisableAgent {

@@ -314,6 +314,8 @@ spec:
 // LAN alone), and logs NET lines.
 func measureNetwork(t *testing.T, s *nodeServer, backend string) {
 	t.Helper()
+	// hostNetwork Pods: more than the default Pod Security level (baseline).
+	s.kubectl("label", "--overwrite", "namespace", "default", "pod-security.kubernetes.io/enforce=privileged")
 	s.apply(netbenchPod("bench-a", "node-a", false, "Always", "serve"))
 	s.apply(netbenchPod("bench-b", "node-b", false, "Always", "serve"))
 	s.apply(netbenchPod("host-a", "node-a", true, "Always", "serve", "-listen", ":5202"))

@@ -166,6 +166,9 @@ func testNodeServices(t *testing.T, mode string) {
 		_, err := kubectlIn(s, "get", "serviceaccount", "default")
 		return err == nil
 	}, 60*time.Second, 250*time.Millisecond, "the controller-manager made the default ServiceAccount")
+	// The client's hostPath volume: more than the default Pod Security
+	// level (baseline).
+	kubectl("label", "--overwrite", "namespace", "default", "pod-security.kubernetes.io/enforce=privileged")
 	kubectl("apply", "-f", manifest)
 	kubectl("rollout", "status", "deployment/web", "--timeout=120s")
 	kubectl("wait", "--for=condition=Ready", "pod/client", "--timeout=120s")
