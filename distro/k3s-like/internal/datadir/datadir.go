@@ -4,6 +4,8 @@
 package datadir
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -23,3 +25,22 @@ func AdminKubeconfig(dataDir string) string { return filepath.Join(dataDir, "adm
 // Snapshots is where the embedded etcd's snapshots go unless
 // --etcd-snapshot-dir says otherwise: DATA_DIR/snapshots.
 func Snapshots(dataDir string) string { return filepath.Join(dataDir, "snapshots") }
+
+// NodeRun is the node's runtime directory for a data dir, a server's or
+// an agent's: /run/k3s-like/ and the first 5 bytes of the SHA-256 of the
+// data dir's absolute path in hex (short: a unix socket's path is limited
+// to 107 bytes). containerd's state and sockets are in it.
+func NodeRun(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5]))
+}
+
+// ContainerdSocket is the node's containerd socket (its CRI) for a data
+// dir: containerd.sock in NodeRun.
+func ContainerdSocket(dataDir string) string {
+	return filepath.Join(NodeRun(dataDir), "containerd.sock")
+}
