@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,14 +85,20 @@ func nodeKinds(runs, before string) ([]string, error) {
 const (
 	mapText  = iota // its executable's r-x mappings: code, shared by every process that runs the same file
 	mapExe          // its executable's other mappings: read-only data, initialised data
-	mapAnon         // anonymous mappings and [heap]: a Go program's heap, goroutine stacks, bss, runtime metadata
+	mapHeap         // anonymous mappings in the Go heap's arenas (from 0xc000000000 on amd64 and arm64): the heap's objects and the goroutines' stacks
+	mapAnon         // other anonymous mappings and [heap]: the Go runtime's metadata (spans, GC bitmaps), bss, a C heap
 	mapStack        // [stack]
 	mapOther        // other files, [vdso], [vvar]
 	numMaps
 )
 
 // mapNames name the parts, for the report.
-var mapNames = [numMaps]string{"text (its executable's code)", "its executable's data", "anonymous (Go heap, stacks, bss)", "[stack]", "other mappings"}
+var mapNames = [numMaps]string{"text (its executable's code)", "its executable's data", "Go heap arenas (objects, goroutine stacks)", "other anonymous (runtime metadata, bss)", "[stack]", "other mappings"}
+
+// goArenas are the addresses where the Go runtime puts its heap arenas
+// on 64-bit Linux (runtime/malloc.go: hints from 0x00c0 << 32 up to
+// 0x7fc0 << 32; the first is taken unless the address space is in use).
+const goArenaLo, goArenaHi = 0x00c0 << 32, 0x00c1 << 32
 
 // memParts are a process's RSS and PSS (KiB) by part.
 type memParts [numMaps]struct{ rss, pss int64 }
@@ -126,6 +133,8 @@ func parseSmaps(b []byte, exe string) memParts {
 				part = mapText
 			case exe != "" && path == exe:
 				part = mapExe
+			case path == "" && inGoArena(f[0]):
+				part = mapHeap
 			case path == "" || path == "[heap]" || strings.HasPrefix(path, "[anon"):
 				part = mapAnon
 			case path == "[stack]":
@@ -150,6 +159,14 @@ func parseSmaps(b []byte, exe string) memParts {
 		}
 	}
 	return m
+}
+
+// inGoArena: the mapping start-end begins in the Go heap's first arena
+// range.
+func inGoArena(span string) bool {
+	lo, _, _ := strings.Cut(span, "-")
+	a, err := strconv.ParseUint(lo, 16, 64)
+	return err == nil && a >= goArenaLo && a < goArenaHi
 }
 
 // shimProc is one shim's figures (the shim alone, not its containers).
@@ -266,6 +283,28 @@ func probeCNI(ctx context.Context, st *runState, n int) ([]cniExec, error) {
 		}
 	}
 	return ex.execs, nil
+}
+
+// copyFile copies an executable to dst (a file of its own: its pages are
+// not another file's), making dst's directory.
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
+	}
+	return out.Close()
 }
 
 // bindNewNetns makes a network namespace and keeps it at path (a bind

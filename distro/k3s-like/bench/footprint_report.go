@@ -38,6 +38,15 @@ func nodeProcName(kind string) string {
 	return "k3s-like server"
 }
 
+// loaded are a run's processes and shims with its Pods running: once
+// they settled, if the run waited for that.
+func loaded(r nodeResult) ([]procFigures, []shimProc) {
+	if len(r.settled) > 0 {
+		return r.settled, r.settledEach
+	}
+	return r.procs, r.each
+}
+
 // procIn is the figures of the process named name among procs.
 func procIn(procs []procFigures, name string) (procFigures, bool) {
 	for _, p := range procs {
@@ -68,7 +77,7 @@ func shimStat(each []shimProc, f func(shimProc) int64, biggest bool) (float64, b
 // process, its containerd and its shims (the shims alone: not the
 // containers under them).
 func nodeMem(r nodeResult, idle, pssNotRSS bool) (float64, bool) {
-	procs, each := r.procs, r.each
+	procs, each := loaded(r)
 	if idle {
 		procs, each = r.idle, r.idleEach
 	}
@@ -98,7 +107,7 @@ func procRow(name, proc string, idle bool, n int, f func(procFigures) int64) fpR
 		pods = "0"
 	}
 	return fpRow{name: name, pods: pods, unit: "MiB", get: func(r nodeResult) (float64, bool) {
-		procs := r.procs
+		procs, _ := loaded(r)
 		if idle {
 			procs = r.idle
 		}
@@ -149,7 +158,7 @@ func footprintSections(rs []nodeResult, n int) []fpSection {
 	N := fmt.Sprint(n)
 	shim := func(name, target string, limit float64, f func(shimProc) int64, biggest bool) fpRow {
 		return fpRow{name: name, pods: N, unit: "MiB", target: target, limit: limit,
-			get: func(r nodeResult) (float64, bool) { return shimStat(r.each, f, biggest) }}
+			get: func(r nodeResult) (float64, bool) { _, each := loaded(r); return shimStat(each, f, biggest) }}
 	}
 	rssOf := func(p procFigures) int64 { return p.rss }
 	pssOf := func(p procFigures) int64 { return p.pss }
@@ -204,10 +213,10 @@ func footprintSections(rs []nodeResult, n int) []fpSection {
 		agent = append(agent,
 			procRow("agent RSS", "k3s-like agent", idle, n, rssOf), procRow("agent PSS", "k3s-like agent", idle, n, pssOf),
 			procRow("containerd RSS", "containerd", idle, n, rssOf), procRow("containerd PSS", "containerd", idle, n, pssOf),
-			fpRow{name: "the agent alone, RSS (VmRSS summed): agent + containerd + shims", pods: pods, unit: "MiB", target: target, limit: limit,
-				get: func(r nodeResult) (float64, bool) { return nodeMem(r, idle, false) }},
-			fpRow{name: "the agent alone, PSS: agent + containerd + shims", pods: pods, unit: "MiB",
-				get: func(r nodeResult) (float64, bool) { return nodeMem(r, idle, true) }})
+			fpRow{name: "the agent alone, PSS: agent + containerd + shims", pods: pods, unit: "MiB", target: target, limit: limit,
+				get: func(r nodeResult) (float64, bool) { return nodeMem(r, idle, true) }},
+			fpRow{name: "the agent alone, RSS (VmRSS summed: the binary's pages counted in the agent and in containerd)", pods: pods, unit: "MiB",
+				get: func(r nodeResult) (float64, bool) { return nodeMem(r, idle, false) }})
 	}
 	return []fpSection{
 		{"The server with its node", kindA, kindABefore, server},
@@ -220,7 +229,7 @@ func footprintSections(rs []nodeResult, n int) []fpSection {
 // ratios, and where after's median stands against the issue's target.
 func renderFootprint(sb *strings.Builder, b *nodeBench, rs []nodeResult, n int) {
 	fmt.Fprintf(sb, "\n## Footprint: after (the release build: helpers embedded) against before (no helpers: the node runs the binary itself as shim and CNI plugins) — issue 46\n\n")
-	fmt.Fprintf(sb, "Each pair runs after and before one after the other on this machine; the ratio is after/before pair by pair, its median given. 0 Pods: once the Node is Ready and idled %s; %d Pods: once they all run. Per shim: the `containerd-shim-runc-v2` processes alone (not the pause containers under them), VmRSS, RssAnon, and `Pss` of smaps_rollup; by part, `/proc/PID/smaps` summed by what each mapping holds. The node: its process, containerd and the shims (no containers). ", b.c.idle, n)
+	fmt.Fprintf(sb, "Each pair runs after and before one after the other on this machine; the ratio is after/before pair by pair, its median given. 0 Pods: once the Node is Ready and idled %s; %d Pods: once they all run and ran %s more (figures at once with 0 s). Per shim: the `containerd-shim-runc-v2` processes alone (not the pause containers under them), VmRSS, RssAnon, and `Pss` of smaps_rollup; by part, `/proc/PID/smaps` summed by what each mapping holds. The node: its process, containerd and the shims (no containers). The agent's target is on its PSS: the agent runs' server runs from a copy of the binary, so that no process outside the agent, containerd and the shims maps their binaries, and the sum of their PSS is the memory those processes map, each page once, which is what a cgroup of them charges (k3s's profile) but for kernel memory and page cache nobody maps; VmRSS summed counts the binary's pages shared by the agent and containerd twice. ", b.c.idle, n, b.c.settle)
 	fmt.Fprintf(sb, "CPU per CNI exec: once the Pods run, the driver adds and deletes the networks of %d sandboxes as containerd does for a Pod (the loopback network on lo, then the node's conflist on eth0; deleted in reverse), with libcni, the node's own bin directory and configuration, in the run's network namespace; each plugin is started by the driver and its CPU is user+system of the rusage wait4 returns for it: the kernel's own accounting of that process (all its threads) and of the children it waited for (bridge's IPAM, host-local), in microseconds — not a difference of /proc samples in 10 ms ticks, and no other process's. The row from containerd's reaped children during the workload checks it against the real Pods' execs (it also holds the shims' `start` processes, two per Pod).\n", b.c.cniProbes)
 	for _, sec := range footprintSections(rs, n) {
 		as, bs := runsOf(rs, sec.after), runsOf(rs, sec.before)
@@ -255,9 +264,10 @@ func renderFootprint(sb *strings.Builder, b *nodeBench, rs []nodeResult, n int) 
 // footprintLine is a run's footprint in one line, for the progress log.
 func footprintLine(r nodeResult) string {
 	var parts []string
-	if v, ok := shimStat(r.each, func(s shimProc) int64 { return s.rss }, false); ok {
-		p, _ := shimStat(r.each, func(s shimProc) int64 { return s.pss }, false)
-		parts = append(parts, fmt.Sprintf("%d shims, mean RSS %.1f MiB, PSS %.1f MiB", len(r.each), v, p))
+	_, each := loaded(r)
+	if v, ok := shimStat(each, func(s shimProc) int64 { return s.rss }, false); ok {
+		p, _ := shimStat(each, func(s shimProc) int64 { return s.pss }, false)
+		parts = append(parts, fmt.Sprintf("%d shims, mean RSS %.1f MiB, PSS %.1f MiB", len(each), v, p))
 	}
 	if nodeProcName(r.kind) != "" {
 		i, _ := nodeMem(r, true, true)

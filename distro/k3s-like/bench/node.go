@@ -69,7 +69,7 @@ type nodeFlags struct {
 	images, out        string // make images' archives; the report
 	before             string // -k3s-like-before: the previous layout's binary; "" none
 	runs               string // -node-runs: the kinds of run of each pair
-	idle               time.Duration
+	idle, settle       time.Duration
 	cniProbes          int
 }
 
@@ -83,6 +83,7 @@ func addNodeFlags(n *nodeFlags) {
 	flag.StringVar(&n.before, "k3s-like-before", "", "the before of the footprint figures (issue 46): k3s-like built without the embedhelpers tag, whose node runs the binary itself as its shim and CNI plugins (-node; make bench-node builds it); empty: no before runs")
 	flag.StringVar(&n.runs, "node-runs", strings.Join(allKinds, ","), "the runs of each pair, in this order (-node): A (the server with its node), B (the node as processes; needs A), A-before (A with -k3s-like-before), agent (`k3s-like agent` against a `server --disable-agent`), agent-before")
 	flag.DurationVar(&n.idle, "node-idle", 20*time.Second, "how long each run's node idles once its Node is Ready, before the 0-Pod figures and the workload (-node)")
+	flag.DurationVar(&n.settle, "node-settle", 35*time.Second, "how long each run waits once all its Pods run before the footprint's figures at that count (-node): longer than the shim's 30 s between returning its free memory to the kernel (containerd's pkg/shim, debug.FreeOSMemory), so that every shim is measured as it runs, not as it started; 0: at once")
 	flag.IntVar(&n.cniProbes, "node-cni-probes", 10, "sandboxes whose networks each run adds and deletes with the node's CNI plugins once its Pods run, each plugin exec timed (-node)")
 }
 
@@ -129,6 +130,11 @@ type nodeBench struct {
 	// agentData is the agent's data dir in the agent runs (the server's
 	// is data).
 	agentData string
+	// serverCopies are copies of the binaries, by binary, that the agent
+	// runs' server runs from: no page of the agent's binary is shared with
+	// it, so the agent's PSS is the agent's alone, as on a machine of its
+	// own.
+	serverCopies map[string]string
 	// root holds the runs' data dir (root/data: every run uses the same
 	// path, so that B runs exactly the files A's server writes, whose
 	// paths name it) and the kubelet's configuration file.
@@ -156,8 +162,9 @@ type nodeResult struct {
 	kind string // one of allKinds
 	pair int    // from 1
 	// nodeReady: exec → the Node Ready; running: the workload created
-	// (after the idle figures) → every Pod Running and Ready.
-	nodeReady, running time.Duration
+	// (after the idle figures) → every Pod Running and Ready; window:
+	// exec → every Pod Running and Ready.
+	nodeReady, running, window time.Duration
 	// procs are the measured processes at running, in start order.
 	procs []procFigures
 	// shims are containerd's shims and everything under them (the
@@ -170,6 +177,10 @@ type nodeResult struct {
 	idle      []procFigures
 	idleShims shimFigures
 	idleEach  []shimProc
+	// settled and settledEach are the processes and the shims once the
+	// Pods ran -node-settle (none with 0).
+	settled     []procFigures
+	settledEach []shimProc
 	// cni are the plugin execs of the CNI probe (probeCNI), timed.
 	cni []cniExec
 	// otherCPU is the CPU of the machine's other processes, exec → running.
@@ -348,6 +359,19 @@ func newNodeBench(c config) (*nodeBench, error) {
 		return fail(fmt.Errorf("the kubelet's --container-runtime-endpoint %q is not a unix socket", endpoint))
 	}
 	b.runDir = filepath.Dir(b.socket)
+	if slices.ContainsFunc(kinds, isAgent) {
+		b.serverCopies = map[string]string{}
+		for _, bin := range []string{c.k3sLike, c.node.before} {
+			if bin == "" {
+				continue
+			}
+			dst := filepath.Join(root, "server-bin", filepath.Base(bin))
+			if err := copyFile(bin, dst); err != nil {
+				return fail(err)
+			}
+			b.serverCopies[bin] = dst
+		}
+	}
 	bins := []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy}
 	if c.node.before != "" {
 		bins = append(bins, c.node.before)
@@ -532,13 +556,21 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 	if err != nil {
 		return r, failed(fmt.Sprintf("%d Pods Running", b.c.pods), cause(fmt.Errorf("%w; %s", err, podSummary(client))))
 	}
-	r.running = running
+	r.running, r.window = running, time.Since(start)
 	r.procs, r.shims, r.each = b.figures(st)
 	r.otherCPU = machineBusy() - machine0 - (selfCPU() - self0) - r.allCPU()
 	if kind == kindA && b.tmpl == nil {
 		if err := b.keepRuntimeFiles(runCtx, client); err != nil {
 			return r, failed("A's runtime files", err)
 		}
+	}
+	if b.c.settle > 0 {
+		select {
+		case <-runCtx.Done():
+			return r, failed("the Pods settling", cause(runCtx.Err()))
+		case <-time.After(b.c.settle):
+		}
+		r.settled, _, r.settledEach = b.figures(st)
 	}
 	if b.c.cniProbes > 0 {
 		if r.cni, err = probeCNI(runCtx, st, b.c.cniProbes); err != nil {
@@ -567,7 +599,7 @@ func (b *nodeBench) launch(runCtx context.Context, cancel context.CancelCauseFun
 		}
 		go func() { superviseErr <- b.superviseB(runCtx, st) }()
 	case kindAgent, kindAgentBefore:
-		if err := st.start("k3s-like server --disable-agent", st.bin, b.serverB...); err != nil {
+		if err := st.start("k3s-like server --disable-agent", b.serverCopies[st.bin], b.serverB...); err != nil {
 			return err
 		}
 		go func() { superviseErr <- b.superviseAgent(runCtx, st) }()
@@ -1855,8 +1887,8 @@ func nodeSharedNote(rs []nodeResult, load0 string) string {
 	var worst float64
 	for _, r := range rs {
 		total += max(0, r.otherCPU)
-		window += r.running
-		worst = max(worst, r.otherCPU.Seconds()/r.running.Seconds())
+		window += r.window
+		worst = max(worst, r.otherCPU.Seconds()/r.window.Seconds())
 	}
 	avg := total.Seconds() / window.Seconds()
 	load := fmt.Sprintf("; load average (1, 5, 15 min) before the runs %s, after %s", load0, loadAverage())

@@ -204,7 +204,7 @@ func TestRenderNode(t *testing.T) {
 	}
 	b := &nodeBench{runDir: "/run/k3s-like/x", cgroupRoot: "/kubeharness-bench-node-1", versions: []string{"`kubelet`: Kubernetes v1.37.2"}}
 	out := renderNode(b, config{pairs: 2, node: nodeFlags{pods: 100}}, rs, time.Minute, "1 1 1", "`abc`")
-	for _, want := range []string{
+	reportHas(t, out,
 		"## A against B (100 Pods, 2 pairs)",
 		"| workload created → all Pods Running and Ready | 80.00 s (80.00–80.00) | 100.00 s (100.00–100.00) | 0.80 |",
 		"| RSS, all processes | 800.00 MiB (800.00–800.00) | 890.00 MiB (890.00–890.00) | 0.90 |",
@@ -217,7 +217,13 @@ func TestRenderNode(t *testing.T) {
 		"during A's runs",
 		"| **median** |",
 		"A2: k3s-like server: exit status 1",
-	} {
+	)
+}
+
+// reportHas fails t for each of wants the report out lacks.
+func reportHas(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
