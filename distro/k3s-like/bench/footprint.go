@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,8 +86,8 @@ func nodeKinds(runs, before string) ([]string, error) {
 const (
 	mapText  = iota // its executable's r-x mappings: code, shared by every process that runs the same file
 	mapExe          // its executable's other mappings: read-only data, initialised data
-	mapHeap         // anonymous mappings in the Go heap's arenas (from 0xc000000000 on amd64 and arm64): the heap's objects and the goroutines' stacks
-	mapAnon         // other anonymous mappings and [heap]: the Go runtime's metadata (spans, GC bitmaps), bss, a C heap
+	mapHeap         // anonymous mappings where the Go heap's arenas are (goArena): the heap's objects and the goroutines' stacks
+	mapAnon         // other anonymous mappings and [heap]: the Go runtime's metadata (spans, GC bitmaps, mmap'd near the libraries), bss, a C heap
 	mapStack        // [stack]
 	mapOther        // other files, [vdso], [vvar]
 	numMaps
@@ -95,10 +96,23 @@ const (
 // mapNames name the parts, for the report.
 var mapNames = [numMaps]string{"text (its executable's code)", "its executable's data", "Go heap arenas (objects, goroutine stacks)", "other anonymous (runtime metadata, bss)", "[stack]", "other mappings"}
 
-// goArenas are the addresses where the Go runtime puts its heap arenas
-// on 64-bit Linux (runtime/malloc.go: hints from 0x00c0 << 32 up to
-// 0x7fc0 << 32; the first is taken unless the address space is in use).
-const goArenaLo, goArenaHi = 0x00c0 << 32, 0x00c1 << 32
+// goArenaLo and goArenaHi bound where the Go runtime puts its heap arenas
+// on 64-bit Linux: from 0x00c0 << 32 up, or, since Go 1.26 randomizes the
+// heap's base (runtime/malloc.go, randomizeHeapBase), anywhere below 1 <<
+// 46 on amd64 (47 bits on arm64); above 4 GiB, where a non-PIE
+// executable's bss is not, and below the kernel's mmap area (near
+// 0x7f… << 32 on amd64, 0xffff… << 32 on arm64), where the runtime's
+// other mappings are.
+const goArenaLo = 1 << 32
+
+// goArenaHi is goArenaLo's upper bound for this machine's architecture
+// (the bench measures processes built for it).
+func goArenaHi() uint64 {
+	if runtime.GOARCH == "amd64" {
+		return 1 << 46
+	}
+	return 1 << 47
+}
 
 // memParts are a process's RSS and PSS (KiB) by part.
 type memParts [numMaps]struct{ rss, pss int64 }
@@ -161,12 +175,12 @@ func parseSmaps(b []byte, exe string) memParts {
 	return m
 }
 
-// inGoArena: the mapping start-end begins in the Go heap's first arena
-// range.
+// inGoArena: the mapping start-end begins where the Go heap's arenas
+// are (goArenaLo, goArenaHi).
 func inGoArena(span string) bool {
 	lo, _, _ := strings.Cut(span, "-")
 	a, err := strconv.ParseUint(lo, 16, 64)
-	return err == nil && a >= goArenaLo && a < goArenaHi
+	return err == nil && a >= goArenaLo && a < goArenaHi()
 }
 
 // shimProc is one shim's figures (the shim alone, not its containers).

@@ -33,8 +33,10 @@ func TestNodeKinds(t *testing.T) {
 }
 
 // TestParseSmaps: each mapping's Rss and Pss go to its part: the
-// executable's r-x mapping is text, its other mappings data, unnamed and
-// [heap] anonymous; Pss_Dirty and the like are not Pss.
+// executable's r-x mapping is text, its other mappings data, unnamed
+// mappings where Go's heap arenas are (at 0xc0 << 32, or randomized as
+// Go 1.26 does) the heap, the bss and the mmap area's the other
+// anonymous; Pss_Dirty and the like are not Pss.
 func TestParseSmaps(t *testing.T) {
 	const smaps = `00400000-00a00000 r-xp 00000000 fd:00 123 /data/h/bin/containerd-shim-runc-v2
 Size:               6144 kB
@@ -51,9 +53,15 @@ Pss:                 100 kB
 Rss:                  50 kB
 Pss:                  50 kB
 c000000000-c000400000 rw-p 00000000 00:00 0
-Rss:                2000 kB
-Pss:                2000 kB
-Pss_Anon:           2000 kB
+Rss:                1500 kB
+Pss:                1500 kB
+Pss_Anon:           1500 kB
+d539cc00000-d539d000000 rw-p 00000000 00:00 0
+Rss:                 500 kB
+Pss:                 500 kB
+7fa096000000-7fa096012000 rw-p 00000000 00:00 0
+Rss:                  20 kB
+Pss:                  20 kB
 7ffd0000-7ffd2000 rw-p 00000000 00:00 0                                  [stack]
 Rss:                   8 kB
 Pss:                   8 kB
@@ -66,14 +74,14 @@ Pss:                   0 kB
 	want[mapText].rss, want[mapText].pss = 3000, 30
 	want[mapExe].rss, want[mapExe].pss = 1100, 110
 	want[mapHeap].rss, want[mapHeap].pss = 2000, 2000
-	want[mapAnon].rss, want[mapAnon].pss = 50, 50
+	want[mapAnon].rss, want[mapAnon].pss = 70, 70
 	want[mapStack].rss, want[mapStack].pss = 8, 8
 	want[mapOther].rss, want[mapOther].pss = 4, 0
 	if m != want {
 		t.Errorf("got %+v, want %+v", m, want)
 	}
 	// Another executable's code is not this one's text.
-	if m := parseSmaps([]byte(smaps), "/bin/k3s-like"); m[mapText].rss != 0 || m[mapOther].rss != 4104 {
+	if m := parseSmaps([]byte(smaps), "/bin/k3s-like"); m[mapText].rss != 0 || m[mapOther].rss != 4104 || m[mapHeap].rss != 2000 {
 		t.Errorf("another executable: %+v", m)
 	}
 }
