@@ -7,9 +7,13 @@ package main
 // --disable-agent` as the control plane, `k3s-like containerd` with the
 // configuration A's server writes, and the upstream kubelet and kube-proxy
 // binaries of the same k8s.io/kubernetes with the arguments A's --dry-run
-// prints), RSS and CPU at that moment, in alternated pairs A B A B. Each
-// run has a network namespace of its own, set up as the node e2e tests set
-// theirs up; nothing it runs can reach beyond it.
+// prints), RSS and CPU at that moment, in alternated pairs A B A B. The
+// same pairs run the footprint's runs of issue 46 (footprint.go): A with
+// the previous layout's binary (A-before), and `k3s-like agent` against
+// a `server --disable-agent` (agent, agent-before), each measured idle
+// (0 Pods) and with the Pods settled. Each run has a network namespace of
+// its own, set up as the node e2e tests set theirs up; nothing it runs
+// can reach beyond it.
 
 import (
 	"bytes"
@@ -1681,7 +1685,7 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 // measured.
 func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResult, took time.Duration, load0, built string) {
 	n := c.node.pods
-	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B)\n\n")
+	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B); its footprint after against before (issue 46)\n\n")
 	fmt.Fprintf(sb, "- commit: %s\n", built)
 	nice := "unknown"
 	if f := proctree.Stat(os.Getpid()); len(f) > 16 {
