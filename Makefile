@@ -195,18 +195,31 @@ bench-features: build
 # containerd` with A's configuration, and the upstream kubelet and
 # kube-proxy built here from the same k8s.io/kubernetes, with the flags A's
 # --dry-run prints), RSS, PSS and CPU when they run, A B alternated
-# BENCH_NODE_PAIRS times (bench -node, distro/k3s-like/bench/node.go);
-# writes distro/k3s-like/bench/results/NODE.md. Each run in a network namespace of its own; needs
-# root, runc, iptables and ip, as the node e2e tests. Not part of make test.
+# BENCH_NODE_PAIRS times (bench -node, distro/k3s-like/bench/node.go).
+# Issue 46's footprint in the same pairs, after (the release build, its
+# helper programs embedded) against before (the same build without the
+# embedhelpers tag: the node runs the binary itself as shim and CNI
+# plugins, the previous layout): the server with its node (A, A-before)
+# and the agent alone against a `server --disable-agent` (agent,
+# agent-before), at 0 Pods (the node idle) and BENCH_NODE_PODS: each
+# shim's RSS and PSS, containerd's, the node's PSS, the CPU of each CNI
+# plugin exec. Writes distro/k3s-like/bench/results/NODE.md. Each run in a
+# network namespace of its own; needs root, runc, iptables and ip, as the
+# node e2e tests. Not part of make test. BENCH_NODE_RUNS: which of A, B,
+# A-before, agent, agent-before each pair runs.
 BENCH_NODE_PODS ?= 100
 BENCH_NODE_PAIRS ?= 3
+BENCH_NODE_RUNS ?= A,B,A-before,agent,agent-before
+K3S_LIKE_BEFORE := $(CURDIR)/distro/k3s-like/bench/out/k3s-like-before
 bench-node: build
 	mkdir -p distro/k3s-like/bench/out
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(subst embedhelpers$(comma),,$(BUILD_TAGS)) $(K8S_MODFILE) \
+		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE_BEFORE) ./cmd/k3s-like
 	cd components && $(GO) build $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/distro/k3s-like/bench/out/ \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(CURDIR)/distro/k3s-like/bench/out/images
 	cd distro/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/distro/k3s-like/bench/out/bench-node ./bench
-	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) \
+	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -k3s-like-before $(K3S_LIKE_BEFORE) -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) -node-runs $(BENCH_NODE_RUNS) \
 		-kubelet distro/k3s-like/bench/out/kubelet -kube-proxy distro/k3s-like/bench/out/kube-proxy -node-images distro/k3s-like/bench/out/images -node-out distro/k3s-like/bench/results/NODE.md
 
 # The core module's own benchmarks.

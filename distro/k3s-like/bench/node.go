@@ -7,9 +7,13 @@ package main
 // --disable-agent` as the control plane, `k3s-like containerd` with the
 // configuration A's server writes, and the upstream kubelet and kube-proxy
 // binaries of the same k8s.io/kubernetes with the arguments A's --dry-run
-// prints), RSS and CPU at that moment, in alternated pairs A B A B. Each
-// run has a network namespace of its own, set up as the node e2e tests set
-// theirs up; nothing it runs can reach beyond it.
+// prints), RSS and CPU at that moment, in alternated pairs A B A B. The
+// same pairs run the footprint's runs of issue 46 (footprint.go): A with
+// the previous layout's binary (A-before), and `k3s-like agent` against
+// a `server --disable-agent` (agent, agent-before), each measured idle
+// (0 Pods) and with the Pods settled. Each run has a network namespace of
+// its own, set up as the node e2e tests set theirs up; nothing it runs
+// can reach beyond it.
 
 import (
 	"bytes"
@@ -67,6 +71,10 @@ type nodeFlags struct {
 	pods               int    // -node: the benchmark's Pods; 0: not this benchmark
 	kubelet, kubeProxy string // B's upstream binaries
 	images, out        string // make images' archives; the report
+	before             string // -k3s-like-before: the previous layout's binary; "" none
+	runs               string // -node-runs: the kinds of run of each pair
+	idle, settle       time.Duration
+	cniProbes          int
 }
 
 // addNodeFlags adds the node benchmark's flags to the command line.
@@ -76,6 +84,11 @@ func addNodeFlags(n *nodeFlags) {
 	flag.StringVar(&n.kubeProxy, "kube-proxy", "distro/k3s-like/bench/out/kube-proxy", "B's kube-proxy binary (-node)")
 	flag.StringVar(&n.images, "node-images", "distro/k3s-like/bench/out/images", "the directory of make images' archives: pause.tar (-node)")
 	flag.StringVar(&n.out, "node-out", "distro/k3s-like/bench/results/NODE.md", "the node benchmark's report")
+	flag.StringVar(&n.before, "k3s-like-before", "", "the before of the footprint figures (issue 46): k3s-like built without the embedhelpers tag, whose node runs the binary itself as its shim and CNI plugins (-node; make bench-node builds it); empty: no before runs")
+	flag.StringVar(&n.runs, "node-runs", strings.Join(allKinds, ","), "the runs of each pair, in this order (-node): A (the server with its node), B (the node as processes; needs A), A-before (A with -k3s-like-before), agent (`k3s-like agent` against a `server --disable-agent`), agent-before")
+	flag.DurationVar(&n.idle, "node-idle", 20*time.Second, "how long each run's node idles once its Node is Ready, before the 0-Pod figures and the workload (-node)")
+	flag.DurationVar(&n.settle, "node-settle", 35*time.Second, "how long each run waits once all its Pods run before the footprint's figures at that count (-node): longer than the shim's 30 s between returning its free memory to the kernel (containerd's pkg/shim, debug.FreeOSMemory), so that every shim is measured as it runs, not as it started; 0: at once")
+	flag.IntVar(&n.cniProbes, "node-cni-probes", 10, "sandboxes whose networks each run adds and deletes with the node's CNI plugins once its Pods run, each plugin exec timed (-node)")
 }
 
 // The node's network, as the node e2e tests have it (node_e2e_test.go,
@@ -113,8 +126,19 @@ const (
 // nodeBench is the node benchmark's setup, the same for every run.
 type nodeBench struct {
 	c nodeFlags
-	// k3sLike is the binary of A and of B's control plane and containerd.
-	k3sLike string
+	// k3sLike is the binary of A and of B's control plane and containerd;
+	// before is the previous layout's (the before kinds').
+	k3sLike, before string
+	// kinds are the runs of each pair, in order.
+	kinds []string
+	// agentData is the agent's data dir in the agent runs (the server's
+	// is data).
+	agentData string
+	// serverCopies are copies of the binaries, by binary, that the agent
+	// runs' server runs from: no page of the agent's binary is shared with
+	// it, so the agent's PSS is the agent's alone, as on a machine of its
+	// own.
+	serverCopies map[string]string
 	// root holds the runs' data dir (root/data: every run uses the same
 	// path, so that B runs exactly the files A's server writes, whose
 	// paths name it) and the kubelet's configuration file.
@@ -139,16 +163,30 @@ type nodeBench struct {
 
 // nodeResult is one run of the node benchmark.
 type nodeResult struct {
-	kind string // A or B
+	kind string // one of allKinds
 	pair int    // from 1
-	// nodeReady and running: exec → the Node Ready, exec → every Pod
-	// Running and Ready.
-	nodeReady, running time.Duration
+	// nodeReady: exec → the Node Ready; running: the workload created
+	// (after the idle figures) → every Pod Running and Ready; window:
+	// exec → every Pod Running and Ready.
+	nodeReady, running, window time.Duration
 	// procs are the measured processes at running, in start order.
 	procs []procFigures
 	// shims are containerd's shims and everything under them (the
 	// containers, runc's children), counted in no total.
 	shims shimFigures
+	// each are the shims one by one (not their containers), at running.
+	each []shimProc
+	// idle are the processes and shims once the Node was Ready and had
+	// idled, before the workload (0 Pods).
+	idle      []procFigures
+	idleShims shimFigures
+	idleEach  []shimProc
+	// settled and settledEach are the processes and the shims once the
+	// Pods ran -node-settle (none with 0).
+	settled     []procFigures
+	settledEach []shimProc
+	// cni are the plugin execs of the CNI probe (probeCNI), timed.
+	cni []cniExec
 	// otherCPU is the CPU of the machine's other processes, exec → running.
 	otherCPU time.Duration
 	// stop is SIGTERM → every process exited (B: in reverse start order,
@@ -179,14 +217,7 @@ type shimFigures struct {
 }
 
 // proc returns the figures of the process named name, if it ran.
-func (r nodeResult) proc(name string) (procFigures, bool) {
-	for _, p := range r.procs {
-		if p.name == name {
-			return p, true
-		}
-	}
-	return procFigures{}, false
-}
+func (r nodeResult) proc(name string) (procFigures, bool) { return procIn(r.procs, name) }
 
 // total sums the processes' figures (the shims not counted).
 func (r nodeResult) total() (rss, anon, pss int64, cpu time.Duration) {
@@ -232,7 +263,7 @@ func runNode(c config) error {
 	var results []nodeResult
 	t0 := time.Now()
 	for i := range c.pairs {
-		for _, kind := range []string{"A", "B"} {
+		for _, kind := range b.kinds {
 			fmt.Fprintf(os.Stderr, "bench: node, %d Pods, pair %d, run %s (%s into the bench)\n", c.node.pods, i+1, kind, time.Since(t0).Round(time.Second))
 			r, err := b.measure(ctx, kind)
 			if err != nil {
@@ -240,10 +271,11 @@ func runNode(c config) error {
 			}
 			r.pair = i + 1
 			rss, anon, pss, cpu := r.total()
-			fmt.Fprintf(os.Stderr, "bench: %s Node Ready %s, %d Pods Running %s, RSS %d MiB (anon %d, PSS %d), CPU %s; shims %d (%d processes, RSS %d MiB, anon %d, PSS %d, CPU %s); stop %s (%s); other processes %s%s\n",
+			fmt.Fprintf(os.Stderr, "bench: %s Node Ready %s, %d Pods Running %s after the workload, RSS %d MiB (anon %d, PSS %d), CPU %s; shims %d (%d processes, RSS %d MiB, anon %d, PSS %d, CPU %s); stop %s (%s); other processes %s%s\n",
 				kind, r.nodeReady.Round(time.Millisecond), c.node.pods, r.running.Round(time.Millisecond), rss/1024, anon/1024, pss/1024, cpu.Round(10*time.Millisecond),
 				r.shims.shims, r.shims.procs, r.shims.rss/1024, r.shims.anon/1024, r.shims.pss/1024, r.shims.cpu.Round(10*time.Millisecond),
 				r.stop.Round(time.Millisecond), strings.Join(r.stopSteps, ", "), r.otherCPU.Round(10*time.Millisecond), leftoverNote(r.leftover))
+			fmt.Fprintf(os.Stderr, "bench: %s footprint: %s\n", kind, footprintLine(r))
 			results = append(results, r)
 		}
 	}
@@ -268,7 +300,15 @@ func leftoverNote(s string) string {
 // node arguments from A's --dry-run (checking that B's control plane
 // runs with A's arguments).
 func newNodeBench(c config) (*nodeBench, error) {
-	for _, f := range []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy, filepath.Join(c.node.images, "pause.tar")} {
+	kinds, err := nodeKinds(c.node.runs, c.node.before)
+	if err != nil {
+		return nil, err
+	}
+	need := []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy, filepath.Join(c.node.images, "pause.tar")}
+	if c.node.before != "" {
+		need = append(need, c.node.before)
+	}
+	for _, f := range need {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("-node: %w (make bench-node builds it)", err)
 		}
@@ -277,7 +317,7 @@ func newNodeBench(c config) (*nodeBench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &nodeBench{c: c.node, k3sLike: c.k3sLike, root: root, data: filepath.Join(root, "data"),
+	b := &nodeBench{c: c.node, k3sLike: c.k3sLike, before: c.node.before, kinds: kinds, root: root, data: filepath.Join(root, "data"), agentData: filepath.Join(root, "agent-data"),
 		cgroupRoot: fmt.Sprintf("/kubeharness-bench-node-%d", os.Getpid()), kubeletConfig: filepath.Join(root, "kubelet.yaml")}
 	fail := func(err error) (*nodeBench, error) {
 		os.RemoveAll(root)
@@ -323,7 +363,24 @@ func newNodeBench(c config) (*nodeBench, error) {
 		return fail(fmt.Errorf("the kubelet's --container-runtime-endpoint %q is not a unix socket", endpoint))
 	}
 	b.runDir = filepath.Dir(b.socket)
-	for _, bin := range []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy} {
+	if slices.ContainsFunc(kinds, isAgent) {
+		b.serverCopies = map[string]string{}
+		for _, bin := range []string{c.k3sLike, c.node.before} {
+			if bin == "" {
+				continue
+			}
+			dst := filepath.Join(root, "server-bin", filepath.Base(bin))
+			if err := copyFile(bin, dst); err != nil {
+				return fail(err)
+			}
+			b.serverCopies[bin] = dst
+		}
+	}
+	bins := []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy}
+	if c.node.before != "" {
+		bins = append(bins, c.node.before)
+	}
+	for _, bin := range bins {
 		out, err := exec.Command(bin, "--version").CombinedOutput()
 		if err != nil {
 			return fail(fmt.Errorf("%s --version: %w: %s", bin, err, out))
@@ -391,10 +448,14 @@ func (s *procSet) list() ([]*exec.Cmd, []string) {
 
 // runState is what one run started, for its cleanup.
 type runState struct {
-	kind  string
-	ns    *netns
-	procs procSet
-	logs  *procLogs
+	kind string
+	// bin is the run's k3s-like binary; data the node's data dir (the
+	// agent's in the agent runs), socket its containerd's CRI and runDir
+	// the runtime's directory under /run.
+	bin, data, socket, runDir string
+	ns                        *netns
+	procs                     procSet
+	logs                      *procLogs
 	// logMu guards logs (the supervisor adds writers).
 	logMu sync.Mutex
 	// containerdPID is A's containerd child, once found.
@@ -431,7 +492,14 @@ func (st *runState) tails() string {
 // then, the stop, and the cleanup (always, also on failure).
 func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err error) {
 	r.kind = kind
-	st := &runState{kind: kind, logs: &procLogs{}}
+	st := &runState{kind: kind, logs: &procLogs{}, bin: b.k3sLike, data: b.data, socket: b.socket, runDir: b.runDir}
+	if isBefore(kind) {
+		st.bin = b.before
+	}
+	if isAgent(kind) {
+		st.data = b.agentData
+		st.socket, st.runDir = datadir.ContainerdSocket(st.data), datadir.NodeRun(st.data)
+	}
 	defer func() {
 		stop, leftover, cerr := b.cleanup(st)
 		r.stop, r.leftover, r.stopSteps = stop, leftover, st.stopSteps
@@ -445,7 +513,7 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 	failed := func(what string, err error) error {
 		return fmt.Errorf("%s: %w\n--- last log lines ---\n%s", what, err, st.tails())
 	}
-	if err := b.prepare(kind); err != nil {
+	if err := b.prepare(st); err != nil {
 		return r, err
 	}
 	if st.ns, err = newNetns(); err != nil {
@@ -473,30 +541,44 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 	if err != nil {
 		return r, failed("the apiserver", cause(err))
 	}
+	if r.nodeReady = waitNodeReady(runCtx, client, start); r.nodeReady == 0 {
+		return r, failed("Node Ready", cause(errors.New("the Node's Ready condition was never seen")))
+	}
+	select {
+	case <-runCtx.Done():
+		return r, failed("the idle node", cause(runCtx.Err()))
+	case <-time.After(b.c.idle):
+	}
+	r.idle, r.idleShims, r.idleEach = b.figures(st)
+	deployed := time.Now()
 	workload := make(chan error, 1)
 	go func() { workload <- createPauseDeployment(runCtx, client, b.c.pods) }()
-	nodeReady := make(chan time.Duration, 1)
-	go func() { nodeReady <- waitNodeReady(runCtx, client, start) }()
-	running, err := waitPodsRunning(runCtx, client, b.c.pods, start)
+	running, err := waitPodsRunning(runCtx, client, b.c.pods, deployed)
 	if err == nil {
 		err = <-workload
 	}
 	if err != nil {
 		return r, failed(fmt.Sprintf("%d Pods Running", b.c.pods), cause(fmt.Errorf("%w; %s", err, podSummary(client))))
 	}
-	r.running = running
-	r.procs, r.shims = b.figures(st)
+	r.running, r.window = running, time.Since(start)
+	r.procs, r.shims, r.each = b.figures(st)
 	r.otherCPU = machineBusy() - machine0 - (selfCPU() - self0) - r.allCPU()
-	select {
-	case r.nodeReady = <-nodeReady:
-	case <-runCtx.Done():
-	}
-	if r.nodeReady == 0 {
-		return r, failed("Node Ready", cause(errors.New("the Node's Ready condition was never seen")))
-	}
-	if kind == "A" && b.tmpl == nil {
+	if kind == kindA && b.tmpl == nil {
 		if err := b.keepRuntimeFiles(runCtx, client); err != nil {
 			return r, failed("A's runtime files", err)
+		}
+	}
+	if b.c.settle > 0 {
+		select {
+		case <-runCtx.Done():
+			return r, failed("the Pods settling", cause(runCtx.Err()))
+		case <-time.After(b.c.settle):
+		}
+		r.settled, _, r.settledEach = b.figures(st)
+	}
+	if b.c.cniProbes > 0 {
+		if r.cni, err = probeCNI(runCtx, st, b.c.cniProbes); err != nil {
+			return r, failed("the CNI probe", cause(err))
 		}
 	}
 	return r, nil
@@ -508,18 +590,23 @@ func (b *nodeBench) measure(ctx context.Context, kind string) (r nodeResult, err
 func (b *nodeBench) launch(runCtx context.Context, cancel context.CancelCauseFunc, st *runState) error {
 	superviseErr := make(chan error, 1)
 	switch st.kind {
-	case "A":
-		if err := st.start("k3s-like server", b.k3sLike, b.serverA...); err != nil {
+	case kindA, kindABefore:
+		if err := st.start("k3s-like server", st.bin, b.serverA...); err != nil {
 			return err
 		}
-	case "B":
-		if err := st.start("k3s-like server --disable-agent", b.k3sLike, b.serverB...); err != nil {
+	case kindB:
+		if err := st.start("k3s-like server --disable-agent", st.bin, b.serverB...); err != nil {
 			return err
 		}
-		if err := st.start("containerd", b.k3sLike, "containerd", "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml")); err != nil {
+		if err := st.start("containerd", st.bin, "containerd", "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml")); err != nil {
 			return err
 		}
 		go func() { superviseErr <- b.superviseB(runCtx, st) }()
+	case kindAgent, kindAgentBefore:
+		if err := st.start("k3s-like server --disable-agent", b.serverCopies[st.bin], b.serverB...); err != nil {
+			return err
+		}
+		go func() { superviseErr <- b.superviseAgent(runCtx, st) }()
 	}
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -550,36 +637,38 @@ func (b *nodeBench) launch(runCtx context.Context, cancel context.CancelCauseFun
 func (b *nodeBench) keepRuntimeFiles(ctx context.Context, client kubernetes.Interface) error {
 	cidr, err := podCIDR(ctx, client)
 	if err == nil {
-		b.tmpl, err = readRuntimeFiles(filepath.Join(b.data, "agent"), cidr)
+		b.tmpl, err = readRuntimeFiles(b.data, cidr)
 	}
 	return err
 }
 
-// prepare makes a run's data dir (the pause image where the node
+// prepare makes a run's data dirs (the pause image where the node
 // imports it from; B: the runtime files A's server wrote) and the
 // kubelet's cgroup root, before the clock starts.
-func (b *nodeBench) prepare(kind string) error {
-	if _, err := os.Stat(b.data); err == nil {
-		return fmt.Errorf("%s exists: an earlier run was not cleaned up", b.data)
+func (b *nodeBench) prepare(st *runState) error {
+	for _, d := range []string{b.data, b.agentData} {
+		if _, err := os.Stat(d); err == nil {
+			return fmt.Errorf("%s exists: an earlier run was not cleaned up", d)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(b.data, imagesDir), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(st.data, imagesDir), 0o700); err != nil {
 		return err
 	}
 	img, err := os.ReadFile(filepath.Join(b.c.images, "pause.tar"))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(b.data, imagesDir, "pause.tar"), img, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(st.data, imagesDir, "pause.tar"), img, 0o600); err != nil {
 		return err
 	}
 	if err := makeCgroupRoot(b.cgroupRoot); err != nil {
 		return err
 	}
-	if kind == "B" {
+	if st.kind == kindB {
 		if b.tmpl == nil {
 			return errors.New("B needs the runtime files of an A run before it")
 		}
-		if err := b.tmpl.write(filepath.Join(b.data, "agent")); err != nil {
+		if err := b.tmpl.write(b.data); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(b.runDir, 0o700); err != nil {
@@ -633,10 +722,10 @@ func waitReadyz(ctx context.Context, client kubernetes.Interface) error {
 // /healthz answers (A's kube-proxy also waits for node-join, whose binding
 // it needs).
 func (b *nodeBench) superviseB(ctx context.Context, st *runState) error {
-	if err := waitCRI(ctx, b.socket); err != nil {
+	if err := waitCRI(ctx, st.socket); err != nil {
 		return err
 	}
-	if err := importImages(ctx, b.socket, filepath.Join(b.data, imagesDir)); err != nil {
+	if err := importImages(ctx, st.socket, filepath.Join(b.data, imagesDir)); err != nil {
 		return err
 	}
 	client, err := b.apiClient(ctx, st)
@@ -681,6 +770,23 @@ func (b *nodeBench) superviseB(ctx context.Context, st *runState) error {
 		}
 	}
 	return st.start("kube-proxy", b.c.kubeProxy, b.proxyArgs...)
+}
+
+// superviseAgent starts `k3s-like agent` once the server's apiserver is
+// ready and its token file written, as a second machine joins: with the
+// token file, A's node flags and its own data dir, in the run's network
+// namespace (the server listens on the node's IP).
+func (b *nodeBench) superviseAgent(ctx context.Context, st *runState) error {
+	if _, err := b.apiClient(ctx, st); err != nil {
+		return err
+	}
+	token := filepath.Join(b.data, "token")
+	cmds, _ := st.procs.list()
+	if err := waitFile(ctx, token, cmds); err != nil {
+		return err
+	}
+	return st.start("k3s-like agent", st.bin, "agent", "--server=https://"+nodeIP+":6443", "--token-file="+token, "--data-dir="+st.data,
+		"--node-name="+benchNodeName, "--node-ip="+nodeIP, "--kubelet-arg=cgroup-root="+b.cgroupRoot, "--kubelet-arg=config="+b.kubeletConfig)
 }
 
 // waitCRI waits until containerd's CRI answers Version, as A's runtime
@@ -757,7 +863,7 @@ func (b *nodeBench) writeCNIConfig(ctx context.Context, client kubernetes.Interf
 	for {
 		n, err := client.CoreV1().Nodes().Get(ctx, benchNodeName, metav1.GetOptions{})
 		if err == nil && n.Spec.PodCIDR != "" {
-			return b.tmpl.writeCNI(filepath.Join(b.data, "agent"), n.Spec.PodCIDR)
+			return b.tmpl.writeCNI(b.data, n.Spec.PodCIDR)
 		}
 		select {
 		case <-ctx.Done():
@@ -780,7 +886,7 @@ func podCIDR(ctx context.Context, client kubernetes.Interface) (string, error) {
 }
 
 // runtimeFile is one file (or link, or directory) of the node's runtime
-// configuration, relative to DATA_DIR/agent.
+// configuration, relative to DATA_DIR.
 type runtimeFile struct {
 	rel  string
 	mode fs.FileMode
@@ -788,22 +894,29 @@ type runtimeFile struct {
 }
 
 // runtimeFiles are the node's runtime files as A's server wrote them
-// (prepareRuntime: etc/containerd, the binary's links in bin; cni-config:
-// etc/cni/net.d, for cidr).
+// (prepareRuntime: agent/etc/containerd, agent/bin and the helper
+// programs it links to, unpacked under data/HASH/bin, or the binary's
+// links in agent/bin when it has no helpers embedded; cni-config:
+// agent/etc/cni/net.d, for cidr).
 type runtimeFiles struct {
 	files []runtimeFile
 	cidr  string
 }
 
-// readRuntimeFiles reads agent/etc and agent/bin of A's data dir.
-func readRuntimeFiles(agent, cidr string) (*runtimeFiles, error) {
+// readRuntimeFiles reads agent/etc, agent/bin and data (the unpacked
+// helpers, if any) of A's data dir, links as links: B's node runs A's
+// helper programs, byte for byte, from the same paths.
+func readRuntimeFiles(data, cidr string) (*runtimeFiles, error) {
 	t := &runtimeFiles{cidr: cidr}
-	for _, top := range []string{"etc", "bin"} {
-		err := filepath.WalkDir(filepath.Join(agent, top), func(p string, d fs.DirEntry, err error) error {
+	for _, top := range []string{"agent/etc", "agent/bin", "data"} {
+		if _, err := os.Lstat(filepath.Join(data, top)); top == "data" && errors.Is(err, fs.ErrNotExist) {
+			continue // no helpers embedded: agent/bin links to the binary
+		}
+		err := filepath.WalkDir(filepath.Join(data, top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(agent, p)
+			rel, _ := filepath.Rel(data, p)
 			info, err := d.Info()
 			if err != nil {
 				return err
@@ -828,9 +941,9 @@ func readRuntimeFiles(agent, cidr string) (*runtimeFiles, error) {
 			return nil, err
 		}
 	}
-	if !slices.ContainsFunc(t.files, func(f runtimeFile) bool { return f.rel == "etc/containerd/config.toml" }) ||
+	if !slices.ContainsFunc(t.files, func(f runtimeFile) bool { return f.rel == "agent/etc/containerd/config.toml" }) ||
 		!slices.ContainsFunc(t.files, func(f runtimeFile) bool { return t.isCNI(f) && f.mode.IsRegular() }) {
-		return nil, fmt.Errorf("no containerd configuration or CNI configuration under %s", agent)
+		return nil, fmt.Errorf("no containerd configuration or CNI configuration under %s", data)
 	}
 	return t, nil
 }
@@ -838,13 +951,14 @@ func readRuntimeFiles(agent, cidr string) (*runtimeFiles, error) {
 // isCNI: f is a file of the CNI configuration, which the node writes once
 // it has its pod CIDR.
 func (t *runtimeFiles) isCNI(f runtimeFile) bool {
-	return strings.HasPrefix(f.rel, "etc/cni/net.d/") && !f.mode.IsDir()
+	return strings.HasPrefix(f.rel, "agent/etc/cni/net.d/") && !f.mode.IsDir()
 }
 
-// write writes every file under agent but the CNI configuration's.
-func (t *runtimeFiles) write(agent string) error {
+// write writes every file under the data dir but the CNI
+// configuration's.
+func (t *runtimeFiles) write(data string) error {
 	for _, f := range t.files {
-		p := filepath.Join(agent, f.rel)
+		p := filepath.Join(data, f.rel)
 		var err error
 		switch {
 		case t.isCNI(f):
@@ -865,12 +979,12 @@ func (t *runtimeFiles) write(agent string) error {
 
 // writeCNI writes the CNI configuration for cidr (A's, with A's pod CIDR
 // replaced), each file renamed into place as k3s-like's atomicfile does.
-func (t *runtimeFiles) writeCNI(agent, cidr string) error {
+func (t *runtimeFiles) writeCNI(data, cidr string) error {
 	for _, f := range t.files {
 		if !t.isCNI(f) {
 			continue
 		}
-		p := filepath.Join(agent, f.rel)
+		p := filepath.Join(data, f.rel)
 		data := bytes.ReplaceAll(f.data, []byte(strconv.Quote(t.cidr)), []byte(strconv.Quote(cidr)))
 		if err := os.WriteFile(p+".tmp", data, f.mode.Perm()); err != nil {
 			return err
@@ -1031,15 +1145,19 @@ func podSummary(c kubernetes.Interface) string {
 	return out
 }
 
-// figures reads every measured process's RSS and CPU, and the shims'.
-func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures) {
+// figures reads every measured process's RSS and CPU, and the shims',
+// together and one by one.
+func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures, []shimProc) {
 	cmds, names := st.procs.list()
 	table, _ := proctree.Read()
-	if st.kind == "A" {
-		// A's containerd is the server's child (runtime.Runtime), not a
-		// goroutine: measured on its own, as B's.
+	for i, cmd := range slices.Clone(cmds) {
+		if names[i] != "k3s-like server" && names[i] != "k3s-like agent" {
+			continue
+		}
+		// The node's containerd is its process's child (runtime.Runtime),
+		// not a goroutine: measured on its own, as B's.
 		for pid, p := range table {
-			if p.PPID == cmds[0].Process.Pid && strings.Contains(p.Cmdline, " containerd --config ") {
+			if p.PPID == cmd.Process.Pid && strings.Contains(p.Cmdline, " containerd --config ") {
 				st.containerdPID = pid
 				cmds = append(cmds, pidCmd(pid))
 				names = append(names, "containerd")
@@ -1053,8 +1171,13 @@ func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures) {
 		out = append(out, procFigures{name: names[i], rss: rss, anon: anon, pss: pss(cmd.Process.Pid), cpu: sum(procCPU(one)), reaped: reapedCPU(cmd.Process.Pid)})
 	}
 	var s shimFigures
-	shims := table.Shims(b.socket)
+	shims := table.Shims(st.socket)
 	s.shims = len(shims)
+	var each []shimProc
+	for _, pid := range shims {
+		rss, anon := rss([]*exec.Cmd{pidCmd(pid)})
+		each = append(each, shimProc{rss: rss, anon: anon, pss: pss(pid), parts: readSmaps(pid)})
+	}
 	for _, pid := range table.Descendants(shims...) {
 		one := []*exec.Cmd{pidCmd(pid)}
 		rss, anon := rss(one)
@@ -1063,7 +1186,7 @@ func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures) {
 		s.cpu += sum(procCPU(one))
 		s.reaped += reapedCPU(pid)
 	}
-	return out, s
+	return out, s, each
 }
 
 // pidCmd is a process the driver did not start, for rss and procCPU
@@ -1143,10 +1266,10 @@ func (b *nodeBench) stopInOrder(st *runState, cmds []*exec.Cmd, names []string) 
 	}
 	for i := len(cmds) - 1; i >= 0; i-- {
 		grace := 90 * time.Second
-		if st.kind == "B" && names[i] == "containerd" {
+		if st.kind == kindB && names[i] == "containerd" {
 			t0 := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), sandboxSweep)
-			n, err := removeSandboxes(ctx, b.socket)
+			n, err := removeSandboxes(ctx, st.socket)
 			cancel()
 			what := fmt.Sprintf("%d pod sandboxes removed", n)
 			if err != nil {
@@ -1160,21 +1283,21 @@ func (b *nodeBench) stopInOrder(st *runState, cmds []*exec.Cmd, names []string) 
 		what := names[i]
 		if err != nil {
 			what += " (" + err.Error() + ")"
-			if st.kind == "A" || names[i] != "containerd" {
+			if st.kind != kindB || names[i] != "containerd" {
 				left = append(left, names[i]+": "+err.Error())
 			}
 		}
 		step(what, t0)
-		if st.kind == "B" && names[i] == "containerd" {
+		if st.kind == kindB && names[i] == "containerd" {
 			t0 := time.Now()
-			step(fmt.Sprintf("%d shims, containers and plugins killed", b.killRuntime()), t0)
+			step(fmt.Sprintf("%d shims, containers and plugins killed", killRuntime(st)), t0)
 		}
 	}
-	if st.kind == "B" && len(cmds) > 0 {
+	if st.kind == kindB && len(cmds) > 0 {
 		// What k3s-like does once its node stopped (afterStop): the
 		// kubelet leaves its Pods' volumes mounted.
 		t0 := time.Now()
-		n, err := mounts.UnmountUnder(b.data, b.runDir)
+		n, err := mounts.UnmountUnder(st.data, st.runDir)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -1197,11 +1320,11 @@ func (b *nodeBench) sweep(st *runState, cmds []*exec.Cmd) (left []string, errs [
 	if st.containerdPID > 0 {
 		killed += killGroupOf(st.containerdPID)
 	}
-	if killed += b.killRuntime(); killed > 0 {
+	if killed += killRuntime(st); killed > 0 {
 		left = append(left, fmt.Sprintf("%d processes killed", killed))
 		time.Sleep(500 * time.Millisecond) // their mounts and cgroups go once they are gone
 	}
-	n, err := mounts.UnmountUnder(b.data, b.runDir)
+	n, err := mounts.UnmountUnder(b.data, b.agentData, st.runDir)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -1211,10 +1334,10 @@ func (b *nodeBench) sweep(st *runState, cmds []*exec.Cmd) (left []string, errs [
 	if err := removeCgroupTree(b.cgroupRoot, false); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeRunTraces(b.runDir, b.data); err != nil {
+	if err := removeRunTraces(st.runDir, st.data); err != nil {
 		errs = append(errs, err)
 	}
-	for _, dir := range []string{b.data, b.runDir} {
+	for _, dir := range []string{b.data, b.agentData, st.runDir} {
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -1232,8 +1355,8 @@ func firstLine(err error) string {
 // shims with their descendants (the containers) and any process run from
 // the node's bin directory (a CNI plugin), as A's runtime component does
 // after its child exited (runtime.KillLeftovers); it returns how many.
-func (b *nodeBench) killRuntime() int {
-	return noderuntime.KillLeftovers(0, b.socket, filepath.Join(b.data, "agent", "bin"), 5*time.Second).Total()
+func killRuntime(st *runState) int {
+	return noderuntime.KillLeftovers(0, st.socket, filepath.Join(st.data, "agent", "bin"), 5*time.Second).Total()
 }
 
 // removeRunTraces removes what a run leaves on the host outside its
@@ -1475,11 +1598,11 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 // nodeFigures are the main table's rows: what both sides have.
 var nodeFigures = []nodeFigure{
 	{"exec → Node Ready", "s", func(r nodeResult) (float64, bool) { return secs(r.nodeReady), true }},
-	{"exec → all Pods Running and Ready", "s", func(r nodeResult) (float64, bool) { return secs(r.running), true }},
+	{"workload created → all Pods Running and Ready", "s", func(r nodeResult) (float64, bool) { return secs(r.running), true }},
 	{"RSS, all processes", "MiB", func(r nodeResult) (float64, bool) { v, _, _, _ := r.total(); return mib(v), true }},
 	{"RSS anon, all processes", "MiB", func(r nodeResult) (float64, bool) { _, v, _, _ := r.total(); return mib(v), true }},
 	{"PSS, all processes", "MiB", func(r nodeResult) (float64, bool) { _, _, v, _ := r.total(); return mib(v), true }},
-	{"CPU, all processes, exec → all Running", "s", func(r nodeResult) (float64, bool) { _, _, _, v := r.total(); return secs(v), true }},
+	{"CPU, all processes, exec → all Running (the idle time included)", "s", func(r nodeResult) (float64, bool) { _, _, _, v := r.total(); return secs(v), true }},
 	{"CPU, everything (with reaped children, shims, containers)", "s", func(r nodeResult) (float64, bool) { return secs(r.allCPU()), true }},
 	{"SIGTERM → all exited", "s", func(r nodeResult) (float64, bool) { return secs(r.stop), true }},
 }
@@ -1519,16 +1642,15 @@ func nodeParts(a, b nodeResult, get func(procFigures) float64) (parts [3][2]floa
 	return parts, true
 }
 
-// nodeRuns splits the results into A's and B's, in pair order.
-func nodeRuns(rs []nodeResult) (a, b []nodeResult) {
+// runsOf are the runs of a kind, in pair order.
+func runsOf(rs []nodeResult, kind string) []nodeResult {
+	var out []nodeResult
 	for _, r := range rs {
-		if r.kind == "A" {
-			a = append(a, r)
-		} else {
-			b = append(b, r)
+		if r.kind == kind {
+			out = append(out, r)
 		}
 	}
-	return a, b
+	return out
 }
 
 // figureValues are a figure's values over runs.
@@ -1544,11 +1666,16 @@ func figureValues(rs []nodeResult, get func(nodeResult) (float64, bool)) []float
 
 // renderNode is the node benchmark's Markdown report.
 func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, load0, built string) string {
-	as, bs := nodeRuns(rs)
+	as, bs := runsOf(rs, kindA), runsOf(rs, kindB)
 	t := nodeTables{rs: rs, as: as, bs: bs, pairs: min(len(as), len(bs)), n: c.node.pods}
 	var sb strings.Builder
 	renderNodeSetup(&sb, b, c, rs, took, load0, built)
-	for _, table := range []func(*strings.Builder){t.aAgainstB, t.nodeAlone, t.byProcess, t.shims, t.pairByPair, t.machineAndLeftovers} {
+	renderFootprint(&sb, b, rs, c.node.pods)
+	tables := []func(*strings.Builder){t.byProcess, t.shims, t.machineAndLeftovers}
+	if t.pairs > 0 {
+		tables = []func(*strings.Builder){t.aAgainstB, t.nodeAlone, t.byProcess, t.shims, t.pairByPair, t.machineAndLeftovers}
+	}
+	for _, table := range tables {
 		table(&sb)
 	}
 	return sb.String()
@@ -1558,7 +1685,7 @@ func renderNode(b *nodeBench, c config, rs []nodeResult, took time.Duration, loa
 // measured.
 func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResult, took time.Duration, load0, built string) {
 	n := c.node.pods
-	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B)\n\n")
+	fmt.Fprintf(sb, "# make bench-node — the node in the server's process (A) against the node as processes (B); its footprint after against before (issue 46)\n\n")
 	fmt.Fprintf(sb, "- commit: %s\n", built)
 	nice := "unknown"
 	if f := proctree.Stat(os.Getpid()); len(f) > 16 {
@@ -1567,18 +1694,22 @@ func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResul
 	fmt.Fprintf(sb, "- machine: %d CPUs (nproc), %s, %s/%s, %s; the driver, and everything it ran, at nice %s\n", runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), nice)
 	fmt.Fprintf(sb, "- date: %s; the runs took %s (each run: exec → %d Pods Running, then the stop and the cleanup)\n", time.Now().UTC().Format(time.RFC3339), took.Round(time.Second), n)
 	fmt.Fprintf(sb, "- binaries: %s\n", strings.Join(b.versions, "; "))
-	fmt.Fprintf(sb, "- A: `k3s-like server` with its node: the kubelet and kube-proxy run as goroutines of the server's process, containerd (`k3s-like containerd`) as its child, the runc shim and the CNI plugins from the same binary. "+
+	fmt.Fprintf(sb, "- A: `k3s-like server` with its node: the kubelet and kube-proxy run as goroutines of the server's process, containerd (`k3s-like containerd`) as its child, the runc shim and the CNI plugins the helper programs embedded in the binary (unpacked into `DATA_DIR/data/HASH/bin`, `DATA_DIR/agent/bin` a link to it). "+
 		"B: the same binary's `server --disable-agent --bind-address=0.0.0.0 --advertise-address=%s` as the control plane (the driver checks, from both `--dry-run`s, that kube-apiserver, kube-scheduler and kube-controller-manager get exactly A's arguments), "+
-		"`k3s-like containerd --config` with the configuration, shim and CNI plugin links A's server wrote (taken from the first A run; the data dir has the same path in every run, so the files are byte for byte A's), "+
+		"`k3s-like containerd --config` with the configuration and helper programs A's server wrote (`agent/etc`, `agent/bin` and the `data/HASH/bin` it links to, taken from the first A run; the data dir has the same path in every run, so the files are byte for byte A's), "+
 		"and the upstream `kubelet` and `kube-proxy` built from the same k8s.io/kubernetes, with the arguments A's `server --dry-run --output json` prints for its kubelet and kube-proxy (flags only; the one KubeletConfiguration file, below, is the same file in both).\n", nodeIP)
+	if b.before != "" {
+		fmt.Fprintf(sb, "- A-before: A with `%s`, the same source built without the `embedhelpers` tag (make bench-node: the release build's flags otherwise): its node runs the binary itself as the shim and the CNI plugins (`agent/bin` a directory of links to it), the previous layout.\n", filepath.Base(b.before))
+	}
+	fmt.Fprintf(sb, "- agent (and agent-before, with the before binary): `server --disable-agent` as B's control plane, and once its `/readyz` answers, `k3s-like agent --server=https://%s:6443 --token-file=DATA_DIR/token` with a data dir of its own and A's node flags, in the same network namespace: the agent's process runs the kubelet, kube-proxy and flannel, containerd is its child. Only the agent's processes are its figures.\n", nodeIP)
 	fmt.Fprintf(sb, "- B's supervisor (the driver) does what A's server does for its node, in A's order: it waits for containerd's CRI and imports `DATA_DIR/%s/pause.tar` (a copy of k3s-like's import: pinned, unpacked for overlayfs) before the kubelet may start; writes the node's certificates and kubeconfig with `pki.Files.EnsureNode` from the cluster's CAs once the server wrote them (A's `prepareNode`); starts the kubelet once the apiserver's `/readyz` answers, and kube-proxy once the kubelet's `/healthz` answers and node-join's `%s` binding exists; and writes A's CNI configuration, with this node's pod CIDR, once the Node has one (polling every second, as A's `cni-config`). That work of the driver's is in no figure; in A the same work (the image import's client side, the node's PKI, the CNI configuration's writer, and the node's feature reporter, which B lacks) is in the server's.\n", imagesDir, proxierBinding)
 	fmt.Fprintf(sb, "- both: one run at a time in a network namespace the driver makes (the node e2e tests' set-up: loopback, a veth pair, %s/24 as the node IP and the default route; no packet leaves it), every server port at its default inside it; the same data dir path; the node `%s` with `--kubelet-arg=cgroup-root=%s` (a kubelet removes the pod cgroups it does not know under its root: not the host's) and `--kubelet-arg=config=` a KubeletConfiguration with only `podLogsDir` under the data dir (likewise for pod log directories); `--disable=coredns`, so that the node runs the benchmark's Pods only. "+
-		"The workload: once `/readyz` answers, a namespace and, once its default ServiceAccount exists, one Deployment of %d Pods of the pause image (`imagePullPolicy: Never`, the node imported it); done when the driver's watch sees %d Pods Running with Ready True. Nothing is pulled.\n", nodeIP, benchNodeName, b.cgroupRoot, n, n)
-	fmt.Fprintf(sb, "- figures: time from the exec of the first process (A: the server; B: the server, then containerd at once); RSS = VmRSS, anon = RssAnon (`/proc/PID/status`), PSS = `Pss` of `/proc/PID/smaps_rollup` (shared pages divided among the processes that map them: the server, containerd and every shim map the same 300 MiB binary, which VmRSS counts in each) and CPU = utime+stime (`/proc/PID/stat`), summed over the processes when all %d Pods run: A the server and its containerd child, B the server, containerd, the kubelet and kube-proxy. "+
-		"The shims (one `containerd-shim-runc-v2` per Pod, the k3s-like binary re-executed), their containers, and the CPU of children that exited and were reaped (containerd's: the CNI plugins, the same binary again, and `shim start`; the shims': runc) are in neither process total: they are given apart, and in the row \"CPU, everything\".\n", n)
+		"The workload: once the Node is Ready and has idled %s (the 0-Pod figures are taken then), a namespace and, once its default ServiceAccount exists, one Deployment of %d Pods of the pause image (`imagePullPolicy: Never`, the node imported it); done when the driver's watch sees %d Pods Running with Ready True (the %d-Pod figures). Then the CNI probe (below). Nothing is pulled.\n", nodeIP, benchNodeName, b.cgroupRoot, b.c.idle, n, n, n)
+	fmt.Fprintf(sb, "- figures: Node Ready from the exec of the first process (A: the server; B: the server, then containerd at once; agent: the server, the agent once the server is ready); the workload's time from its creation; RSS = VmRSS, anon = RssAnon (`/proc/PID/status`), PSS = `Pss` of `/proc/PID/smaps_rollup` (shared pages divided among the processes that map them: the server, containerd and, before, every shim and CNI plugin map the same binary, which VmRSS counts in each) and CPU = utime+stime (`/proc/PID/stat`), summed over the processes when all %d Pods run: A the server and its containerd child, B the server, containerd, the kubelet and kube-proxy. "+
+		"The shims (one `containerd-shim-runc-v2` per Pod: the helper program; before, the k3s-like binary re-executed), their containers, and the CPU of children that exited and were reaped (containerd's: the CNI plugins and `shim start`; the shims': runc) are in no process total: they are given apart, and in the row \"CPU, everything\".\n", n)
 	fmt.Fprintf(sb, "- stop: SIGTERM → all exited. A: to the server (its harness stops the node, the runtime removes the pod sandboxes through the CRI within half of `--stop-timeout`, default 8 s, SIGTERMs containerd, kills its process group after 10 s, kills the shims with their containers; the server then detaches the node's mounts). B: the driver does the same steps with the same budgets: kube-proxy, the kubelet, the sandboxes (%s), containerd (%s), the shims, containers and CNI plugins killed, the server, each after the previous exited, the mounts detached. "+
 		"Then, in both, the driver kills whatever is left (process groups, shims, containers, CNI plugins), detaches what is left mounted under the data dir and `%s`, removes the pod cgroups, the run's libcni cache entries (`/var/lib/cni/results`) and container log links (`/var/log/containers`), the directories and the namespace; what it found left is named at the end.\n", sandboxSweep, runtimeGrace, b.runDir)
-	fmt.Fprintf(sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-node %d -pairs %d` (make bench-node's BENCH_NODE_PODS, BENCH_NODE_PAIRS).\n", n, c.pairs)
+	fmt.Fprintf(sb, "- A/B and after/before: pair by pair, and the median of the pairs' ratios; each pair runs %s in that order. The driver's flags: `-node %d -pairs %d -node-idle %s -node-cni-probes %d` (make bench-node's BENCH_NODE_PODS, BENCH_NODE_PAIRS).\n", strings.Join(b.kinds, ", "), n, c.pairs, b.c.idle, b.c.cniProbes)
 	sb.WriteString(nodeSharedNote(rs, load0))
 }
 
@@ -1631,21 +1762,48 @@ func (t nodeTables) nodeAlone(sb *strings.Builder) {
 	}
 }
 
-// byProcess is each process's figures.
-func (t nodeTables) byProcess(sb *strings.Builder) {
-	fmt.Fprintf(sb, "\n## By process (medians, when all %d Pods run)\n\n| run | process | RSS | RSS anon | PSS | CPU | reaped children's CPU |\n|---|---|---|---|---|---|---|\n", t.n)
-	for _, side := range [][]nodeResult{t.as, t.bs} {
-		if len(side) == 0 {
-			continue
+// kindsRun are the kinds of run in rs, in allKinds' order.
+func kindsRun(rs []nodeResult) []string {
+	var out []string
+	for _, k := range allKinds {
+		if len(runsOf(rs, k)) > 0 {
+			out = append(out, k)
 		}
-		for _, p := range side[0].procs {
+	}
+	return out
+}
+
+// byProcess is each process's figures, with all Pods running and idle.
+func (t nodeTables) byProcess(sb *strings.Builder) {
+	for _, idle := range []bool{false, true} {
+		t.byProcessAt(sb, idle)
+	}
+}
+
+// byProcessAt is each process's figures, idle (0 Pods) or loaded.
+func (t nodeTables) byProcessAt(sb *strings.Builder, idle bool) {
+	if idle {
+		fmt.Fprintf(sb, "\n## By process (medians, 0 Pods: the Node Ready and idle; CPU since exec)\n\n")
+	} else {
+		fmt.Fprintf(sb, "\n## By process (medians, when all %d Pods run)\n\n", t.n)
+	}
+	sb.WriteString("| run | process | RSS | RSS anon | PSS | CPU | reaped children's CPU |\n|---|---|---|---|---|---|---|\n")
+	for _, kind := range kindsRun(t.rs) {
+		side := runsOf(t.rs, kind)
+		procs := func(r nodeResult) []procFigures {
+			if idle {
+				return r.idle
+			}
+			return r.procs
+		}
+		for _, p := range procs(side[0]) {
 			get := func(f func(procFigures) float64) func(nodeResult) (float64, bool) {
 				return func(r nodeResult) (float64, bool) {
-					q, ok := r.proc(p.name)
+					q, ok := procIn(procs(r), p.name)
 					return f(q), ok
 				}
 			}
-			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s |\n", side[0].kind, p.name,
+			fmt.Fprintf(sb, "| %s | %s | %s | %s | %s | %s | %s |\n", kind, p.name,
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.rss) })), "MiB"),
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.anon) })), "MiB"),
 				span(figureValues(side, get(func(q procFigures) float64 { return mib(q.pss) })), "MiB"),
@@ -1657,7 +1815,12 @@ func (t nodeTables) byProcess(sb *strings.Builder) {
 
 // shims is the shims' and the containers' figures.
 func (t nodeTables) shims(sb *strings.Builder) {
-	fmt.Fprintf(sb, "\n## The shims and the containers (in neither total)\n\n| figure | A median (min–max) | B median (min–max) |\n|---|---|---|\n")
+	kinds := kindsRun(t.rs)
+	fmt.Fprintf(sb, "\n## The shims and the containers (%d Pods; in no process total)\n\n| figure |", t.n)
+	for _, k := range kinds {
+		fmt.Fprintf(sb, " %s median (min–max) |", k)
+	}
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(kinds)) + "\n")
 	shim := []nodeFigure{
 		{"shims", "", func(r nodeResult) (float64, bool) { return float64(r.shims.shims), true }},
 		{"processes (shims, containers)", "", func(r nodeResult) (float64, bool) { return float64(r.shims.procs), true }},
@@ -1668,7 +1831,11 @@ func (t nodeTables) shims(sb *strings.Builder) {
 		{"reaped children's CPU (runc)", "s", func(r nodeResult) (float64, bool) { return secs(r.shims.reaped), true }},
 	}
 	for _, f := range shim {
-		fmt.Fprintf(sb, "| %s | %s | %s |\n", f.name, span(figureValues(t.as, f.get), f.unit), span(figureValues(t.bs, f.get), f.unit))
+		fmt.Fprintf(sb, "| %s |", f.name)
+		for _, k := range kinds {
+			fmt.Fprintf(sb, " %s |", span(figureValues(runsOf(t.rs, k), f.get), f.unit))
+		}
+		sb.WriteString("\n")
 	}
 }
 
@@ -1699,7 +1866,11 @@ func (t nodeTables) pairByPair(sb *strings.Builder) {
 // left.
 func (t nodeTables) machineAndLeftovers(sb *strings.Builder) {
 	other := func(r nodeResult) (float64, bool) { return secs(r.otherCPU), true }
-	fmt.Fprintf(sb, "\nThe machine's other processes used, exec → all Running, median (min–max): during A's runs %s, during B's %s of CPU.\n", span(figureValues(t.as, other), "s"), span(figureValues(t.bs, other), "s"))
+	var during []string
+	for _, k := range kindsRun(t.rs) {
+		during = append(during, fmt.Sprintf("during %s's runs %s", k, span(figureValues(runsOf(t.rs, k), other), "s")))
+	}
+	fmt.Fprintf(sb, "\nThe machine's other processes used, exec → all Running, median (min–max): %s of CPU.\n", strings.Join(during, ", "))
 	var left []string
 	for _, r := range t.rs {
 		if r.leftover != "" {
@@ -1720,8 +1891,8 @@ func nodeSharedNote(rs []nodeResult, load0 string) string {
 	var worst float64
 	for _, r := range rs {
 		total += max(0, r.otherCPU)
-		window += r.running
-		worst = max(worst, r.otherCPU.Seconds()/r.running.Seconds())
+		window += r.window
+		worst = max(worst, r.otherCPU.Seconds()/r.window.Seconds())
 	}
 	avg := total.Seconds() / window.Seconds()
 	load := fmt.Sprintf("; load average (1, 5, 15 min) before the runs %s, after %s", load0, loadAverage())

@@ -78,12 +78,14 @@ func TestNodeArgs(t *testing.T) {
 	}
 }
 
-// TestRuntimeFiles: B gets A's runtime files, links as links, the CNI
+// TestRuntimeFiles: B gets A's runtime files, links as links, the
+// helper programs agent/bin links to byte for byte at their path, the CNI
 // configuration held back until the node has its pod CIDR, then written
 // for it.
 func TestRuntimeFiles(t *testing.T) {
-	a := filepath.Join(t.TempDir(), "agent")
-	for _, d := range []string{"etc/containerd/certs.d", "etc/cni/net.d", "bin"} {
+	data := t.TempDir()
+	a := filepath.Join(data, "agent")
+	for _, d := range []string{"etc/containerd/certs.d", "etc/cni/net.d", "../data/h1/bin"} {
 		if err := os.MkdirAll(filepath.Join(a, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -95,26 +97,39 @@ func TestRuntimeFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("/bin/k3s-like", filepath.Join(a, "bin", "bridge")); err != nil {
+	helpers := filepath.Join(data, "data", "h1", "bin")
+	if err := os.WriteFile(filepath.Join(helpers, "cni"), []byte("the cni program"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := readRuntimeFiles(a, "10.42.0.0/24")
+	if err := os.Symlink("cni", filepath.Join(helpers, "bridge")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(helpers, filepath.Join(a, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := readRuntimeFiles(data, "10.42.0.0/24")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	b := filepath.Join(t.TempDir(), "agent")
-	if err := os.MkdirAll(b, 0o700); err != nil {
+	bData := t.TempDir()
+	b := filepath.Join(bData, "agent")
+	if err := tmpl.write(bData); err != nil {
 		t.Fatal(err)
 	}
-	if err := tmpl.write(b); err != nil {
-		t.Fatal(err)
+	if target, err := os.Readlink(filepath.Join(b, "bin")); err != nil || target != helpers {
+		t.Errorf("agent/bin: %q, %v", target, err)
+	}
+	if st, err := os.Stat(filepath.Join(bData, "data", "h1", "bin", "cni")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("the cni program: %v %v", st, err)
+	} else if got, _ := os.ReadFile(filepath.Join(bData, "data", "h1", "bin", "cni")); string(got) != "the cni program" {
+		t.Errorf("the cni program: %q", got)
+	}
+	if target, err := os.Readlink(filepath.Join(bData, "data", "h1", "bin", "bridge")); err != nil || target != "cni" {
+		t.Errorf("bridge: %q, %v", target, err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(b, "etc/containerd/config.toml")); string(got) != "version = 3\n" {
 		t.Errorf("config.toml %q", got)
-	}
-	if target, err := os.Readlink(filepath.Join(b, "bin", "bridge")); err != nil || target != "/bin/k3s-like" {
-		t.Errorf("bin/bridge: %q, %v", target, err)
 	}
 	if st, err := os.Stat(filepath.Join(b, "etc/containerd/certs.d")); err != nil || !st.IsDir() {
 		t.Errorf("certs.d: %v", err)
@@ -123,21 +138,47 @@ func TestRuntimeFiles(t *testing.T) {
 	if _, err := os.Stat(conf); !os.IsNotExist(err) {
 		t.Errorf("the CNI configuration is there before the pod CIDR: %v", err)
 	}
-	if err := tmpl.writeCNI(b, "10.42.1.0/24"); err != nil {
+	if err := tmpl.writeCNI(bData, "10.42.1.0/24"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(conf); string(got) != strings.Replace(conflist, "10.42.0.0/24", "10.42.1.0/24", 1) {
 		t.Errorf("conflist %s", got)
 	}
 
-	if _, err := readRuntimeFiles(b, "x"); err != nil {
+	if _, err := readRuntimeFiles(bData, "x"); err != nil {
 		t.Errorf("B's own files read back: %v", err)
 	}
 	if err := os.Remove(conf); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readRuntimeFiles(b, "x"); err == nil {
+	if _, err := readRuntimeFiles(bData, "x"); err == nil {
 		t.Error("no CNI configuration: no error")
+	}
+
+	// No helpers embedded: agent/bin is a directory of links to the
+	// binary, and there is no data directory.
+	if err := os.RemoveAll(filepath.Join(data, "data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(a, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(a, "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/bin/k3s-like", filepath.Join(a, "bin", "bridge")); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err = readRuntimeFiles(data, "10.42.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cData := t.TempDir()
+	if err := tmpl.write(cData); err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(cData, "agent", "bin", "bridge")); err != nil || target != "/bin/k3s-like" {
+		t.Errorf("bin/bridge: %q, %v", target, err)
 	}
 }
 
@@ -163,18 +204,26 @@ func TestRenderNode(t *testing.T) {
 	}
 	b := &nodeBench{runDir: "/run/k3s-like/x", cgroupRoot: "/kubeharness-bench-node-1", versions: []string{"`kubelet`: Kubernetes v1.37.2"}}
 	out := renderNode(b, config{pairs: 2, node: nodeFlags{pods: 100}}, rs, time.Minute, "1 1 1", "`abc`")
-	for _, want := range []string{
+	reportHas(t, out,
 		"## A against B (100 Pods, 2 pairs)",
-		"| exec → all Pods Running and Ready | 80.00 s (80.00–80.00) | 100.00 s (100.00–100.00) | 0.80 |",
+		"| workload created → all Pods Running and Ready | 80.00 s (80.00–80.00) | 100.00 s (100.00–100.00) | 0.80 |",
 		"| RSS, all processes | 800.00 MiB (800.00–800.00) | 890.00 MiB (890.00–890.00) | 0.90 |",
 		// A's server less B's: 100 MiB, against B's kubelet and kube-proxy, 190.
 		"| kubelet + kube-proxy (A: estimate) | RSS | 100.00 MiB (100.00–100.00) | 190.00 MiB (190.00–190.00) | 0.53 |",
 		"| the node (A: estimate) | CPU | 17.00 s (17.00–17.00) | 24.00 s (24.00–24.00) | 0.71 |",
 		"| B | kubelet | 130.00 MiB",
 		"| shims | 100 (100–100) | 100 (100–100) |",
+		"## By process (medians, 0 Pods: the Node Ready and idle; CPU since exec)",
+		"during A's runs",
 		"| **median** |",
 		"A2: k3s-like server: exit status 1",
-	} {
+	)
+}
+
+// reportHas fails t for each of wants the report out lacks.
+func reportHas(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}

@@ -4,6 +4,8 @@
 package datadir
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"path/filepath"
 
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -39,3 +41,22 @@ func AuditLog(dataDir string) string { return filepath.Join(dataDir, "logs", "au
 // PodSecurityConfig is the default Pod Security admission configuration:
 // DATA_DIR/psa.yaml.
 func PodSecurityConfig(dataDir string) string { return filepath.Join(dataDir, "psa.yaml") }
+
+// NodeRun is the node's runtime directory for a data dir, a server's or
+// an agent's: /run/k3s-like/ and the first 5 bytes of the SHA-256 of the
+// data dir's absolute path in hex (short: a unix socket's path is limited
+// to 107 bytes). containerd's state and sockets are in it.
+func NodeRun(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5]))
+}
+
+// ContainerdSocket is the node's containerd socket (its CRI) for a data
+// dir: containerd.sock in NodeRun.
+func ContainerdSocket(dataDir string) string {
+	return filepath.Join(NodeRun(dataDir), "containerd.sock")
+}

@@ -3,8 +3,6 @@ package node
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +31,7 @@ import (
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/helpers"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/images"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/mounts"
@@ -108,6 +107,7 @@ func (o *Options) Check() error {
 // dir, its sockets under a short directory of /run (a unix socket's path
 // is limited to 107 bytes), one per data dir.
 type dirs struct {
+	data    string // DATA_DIR
 	agent   string // DATA_DIR/agent
 	run     string // /run/k3s-like/HASH
 	bin     string // containerd's shim and the CNI plugins: a link to the helpers' DATA_DIR/data/HASH/bin, or the binary under their names
@@ -116,22 +116,18 @@ type dirs struct {
 }
 
 func newDirs(dataDir string) dirs {
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	sum := sha256.Sum256([]byte(abs))
 	agent := filepath.Join(dataDir, "agent")
 	return dirs{
+		data:    dataDir,
 		agent:   agent,
-		run:     filepath.Join("/run/k3s-like", hex.EncodeToString(sum[:5])),
+		run:     datadir.NodeRun(dataDir),
 		bin:     filepath.Join(agent, "bin"),
 		images:  filepath.Join(agent, "images"),
 		cniConf: filepath.Join(agent, "etc", "cni", "net.d"),
 	}
 }
 
-func (d dirs) socket() string { return filepath.Join(d.run, "containerd.sock") }
+func (d dirs) socket() string { return datadir.ContainerdSocket(d.data) }
 func (d dirs) containerdConfig() string {
 	return filepath.Join(d.agent, "etc", "containerd", "config.toml")
 }
