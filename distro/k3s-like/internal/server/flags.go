@@ -52,6 +52,8 @@ type options struct {
 	disable           []string // packaged components not to deploy (package deploy)
 	dnsUpstreams      []string // CoreDNS's forward targets (package deploy)
 	node              node.Options
+	agentToken        string // --agent-token, --agent-token-file (pki.go)
+	agentTokenFile    string
 	etcd              etcdOptions // the embedded etcd as a cluster (etcdcluster.go)
 }
 
@@ -102,6 +104,7 @@ func newCommandWithOptions() (*cobra.Command, *options) {
 	f.StringSliceVar(&o.dnsUpstreams, "cluster-dns-upstream", nil, "Where CoreDNS forwards names outside the cluster domain: IP[:port] or a resolv.conf path in its container (repeatable); none by default, so no query leaves the machine")
 	o.node.AddFlags(f, true)
 	o.addEtcdFlags(f)
+	o.addAgentTokenFlags(f)
 	return cmd, o
 }
 
