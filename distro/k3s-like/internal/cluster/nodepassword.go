@@ -153,7 +153,7 @@ type NodePasswordError struct {
 // Example: node name node-a is held by another node: its node password does
 // not match kube-system/node-a.node-password.k3s-like (…)
 func (e *NodePasswordError) Error() string {
-	return fmt.Sprintf("node name %s: %s (kube-system/%s)", e.Node, e.Reason, e.Secret)
+	return fmt.Sprintf("node name %s %s (kube-system/%s)", e.Node, e.Reason, e.Secret)
 }
 
 // nodePasswordMismatch is NodePasswordError's reason for another password.
@@ -193,9 +193,9 @@ func checkNodePasswordSecret(s *corev1.Secret, node string, pub ed25519.PublicKe
 	have := s.Data[nodePasswordKey]
 	switch {
 	case s.Type != NodePasswordSecretType:
-		return &NodePasswordError{Node: node, Secret: s.Name, Reason: fmt.Sprintf("its password Secret has type %q, not %s: delete it if the node name is free", s.Type, NodePasswordSecretType)}
+		return &NodePasswordError{Node: node, Secret: s.Name, Reason: fmt.Sprintf("has a password Secret of type %q, not %s: delete it if the node name is free", s.Type, NodePasswordSecretType)}
 	case len(have) != ed25519.PublicKeySize:
-		return &NodePasswordError{Node: node, Secret: s.Name, Reason: fmt.Sprintf("its password Secret's %s is %d bytes, not an Ed25519 public key: delete it if the node name is free", nodePasswordKey, len(have))}
+		return &NodePasswordError{Node: node, Secret: s.Name, Reason: fmt.Sprintf("has a password Secret whose %s is %d bytes, not an Ed25519 public key: delete it if the node name is free", nodePasswordKey, len(have))}
 	case !bytes.Equal(have, pub):
 		return &NodePasswordError{Node: node, Secret: s.Name, Reason: nodePasswordMismatch}
 	}
