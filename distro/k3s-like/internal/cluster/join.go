@@ -55,9 +55,16 @@ type Joined struct {
 	Bootstrap kubernetes.Interface
 }
 
+// JoinTimeout bounds Join's retries of a server that answers with the
+// pinned CA but refuses the token: the join credentials are in the
+// apiserver's token file from its start and a bootstrap token is known
+// within a second of its creation, so a refusal that lasts is a wrong,
+// rotated or expired token.
+const JoinTimeout = 15 * time.Second
+
 // JoinError is an agent that cannot join through the server it was
 // given: a CA the token does not pin, or a token the server does not
-// accept (for ServerJoinTimeout once it answers). Nothing was written.
+// accept (for JoinTimeout once it answers). Nothing was written.
 type JoinError struct {
 	Server string
 	Err    error
@@ -80,7 +87,7 @@ func (e *JoinError) Unwrap() error { return e.Err }
 // until the server answers and has published the settings, or ctx ends; a
 // CA that does not match the token is a *JoinError at once, and so is a
 // token the server, once it answered with the pinned CA, still does not
-// accept after ServerJoinTimeout. It removes the bootstrap kubeconfig of
+// accept after JoinTimeout. It removes the bootstrap kubeconfig of
 // an older release.
 func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Layout) (Joined, error) {
 	log = log.WithName("join")
@@ -124,7 +131,7 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 				id, _, _ := strings.Cut(tok.Secret, ".")
 				why = fmt.Sprintf("the server does not accept the bootstrap token %s: it expired, was deleted, or was never made (k3s-like token create makes one)", id)
 			}
-			if time.Since(unauthorized) > ServerJoinTimeout {
+			if time.Since(unauthorized) > JoinTimeout {
 				return false, &JoinError{Server: u.String(), Err: fmt.Errorf("%s: %w", why, err)}
 			}
 			return retry(fmt.Errorf("%s: %w", why, err))
