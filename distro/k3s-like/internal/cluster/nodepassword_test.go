@@ -287,3 +287,25 @@ func TestNodeClientEnsure(t *testing.T) {
 	assert.Contains(t, err.Error(), "held by another node")
 	assert.NotContains(t, err.Error(), n.Password)
 }
+
+// TestNodeClientApproverRun: the approver's loop decides a request created
+// while it runs, and returns nil, leaving no goroutine, when stopped.
+func TestNodeClientApproverRun(t *testing.T) {
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- NodeClientApprover{Resync: 100 * time.Millisecond}.run(ctx, client) }()
+	_, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, bootstrapCSR(t, "late", "node-z", "node-z-password-0123456789abcdef01"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := client.CertificatesV1().CertificateSigningRequests().Get(ctx, "late", metav1.GetOptions{})
+		return err == nil && len(got.Status.Conditions) == 1 && got.Status.Conditions[0].Type == certificatesv1.CertificateApproved
+	}, 10*time.Second, 50*time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the approver did not stop")
+	}
+}
