@@ -87,13 +87,17 @@ const (
 )
 
 // Add adds the server's node-join component: once the apiserver is
-// ready it publishes, with server-side apply, a random bootstrap token
+// ready it deletes an older release's automatic approval of bootstrap
+// tokens' node client requests, claims the server's node name for its node
+// password (EnsureNodePasswordSecret), then publishes, with server-side
+// apply, a random bootstrap token
 // with an expiry (kube-system/bootstrap-token-ID, see
 // ensureBootstrapToken), the agent settings, which JoinUser (the join
-// credential) may read with that token's Secret, and what lets a
-// bootstrapping kubelet get a node client certificate approved
-// (upstream's ClusterRoles, bound to the token's group; the kubelets' own
-// renewals to system:nodes), and upstream's system:node-proxier role bound
+// credential) may read with that token's Secret and every bootstrap token
+// may read, what lets a bootstrap token ask for a node client certificate
+// (upstream's system:node-bootstrapper; NodeClientApprover alone approves,
+// with the node password; the kubelets' own renewals are approved for
+// system:nodes), and upstream's system:node-proxier role bound
 // to system:nodes, for the nodes' kube-proxy, which uses its kubelet's
 // credential, and the nodes' access to their feature reports
 // (publishReporterAccess). It is ready once published, and publishes
@@ -119,6 +123,11 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	// First: no automatic approval left by an older release, and the
+	// server's own name claimed, before any bootstrap token is published.
+	if err := client.RbacV1().ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", nodeClientAutoApprove, err)
 	}
 	if err := j.claimNodeName(ctx, client); err != nil {
 		return err
