@@ -14,10 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -65,44 +62,12 @@ func (a NodeClientApprover) Add(h *harness.Harness) error {
 
 // run reviews requests until ctx ends.
 func (a NodeClientApprover) run(ctx context.Context, client kubernetes.Interface) error {
-	resync := a.Resync
-	if resync <= 0 {
-		resync = 30 * time.Second
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeAPIServerClientKubeletSignerName).String()
-	}))
-	defer factory.Shutdown()
-	dirty := make(chan struct{}, 1)
-	mark := func() {
-		select {
-		case dirty <- struct{}{}:
-		default:
-		}
-	}
-	csrs := factory.Certificates().V1().CertificateSigningRequests().Informer()
-	if _, err := csrs.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { mark() }, UpdateFunc: func(any, any) { mark() }}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), csrs.HasSynced) {
-		return nil
-	}
-	tick := time.NewTicker(resync)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-dirty:
-		case <-tick.C:
-		}
-		for _, o := range csrs.GetStore().List() {
-			if csr := o.(*certificatesv1.CertificateSigningRequest); !decidedCSR(csr) {
+	return approvers.Review(ctx, client, certificatesv1.KubeAPIServerClientKubeletSignerName, a.Resync, nil,
+		func(pending []*certificatesv1.CertificateSigningRequest) {
+			for _, csr := range pending {
 				decideNodeClient(ctx, client, csr)
 			}
-		}
-	}
+		})
 }
 
 // decideNodeClient approves or denies csr as ReviewNodeClient and the
@@ -143,13 +108,6 @@ func decideNodeClient(ctx context.Context, client kubernetes.Interface, csr *cer
 		return
 	}
 	logger.Info("Decided on a node client certificate request", "decision", cond.Type, "reason", reason)
-}
-
-// decidedCSR reports whether csr was approved, denied or failed.
-func decidedCSR(csr *certificatesv1.CertificateSigningRequest) bool {
-	return slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
-		return c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed
-	})
 }
 
 // ReviewNodeClient decides on a request for a node client certificate by

@@ -215,7 +215,7 @@ func TestDecideNodeClient(t *testing.T) {
 	renewal := bootstrapCSR(t, "renewal", "node-b", "")
 	renewal.Spec.Username, renewal.Spec.Groups = "system:node:node-b", []string{"system:nodes"}
 	assert.Empty(t, decide(renewal).Type, "the controller-manager's")
-	assert.False(t, decidedCSR(renewal))
+	assert.False(t, approvers.Decided(renewal))
 }
 
 // TestNodeClientEnsure: with no certificate, the node asks for one by a

@@ -759,18 +759,7 @@ func TestAgentJoins(t *testing.T) {
 	_, err = os.Stat(filepath.Join(agentDir, "agent", "pki", "bootstrap-kubelet.kubeconfig"))
 	assert.True(t, os.IsNotExist(err), "no bootstrap token on the agent's disk: the agent asks for the client certificate itself")
 
-	s.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: on-b}
-spec:
-  nodeSelector: {kubernetes.io/hostname: node-b}
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo hello from node-b; exec sleep 3599"]
-`, busybox))
+	s.apply(shPodOn("on-b", "node-b", busybox, "echo hello from node-b; exec sleep 3599"))
 	s.waitFor("Running", 60*time.Second, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
 	assert.Equal(t, "node-b", s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.spec.nodeName}"))
 	ip := s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.status.podIP}")
@@ -807,6 +796,22 @@ spec:
 	_, err = os.Stat(filepath.Join(otherDir, "agent", "pki"))
 	assert.True(t, os.IsNotExist(err), "nothing written for a cluster the token does not pin")
 	require.NoError(t, s.stop())
+}
+
+// shPodOn is a busybox Pod named name on node that runs sh -c script.
+func shPodOn(name, node, busybox, script string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: %s
+    imagePullPolicy: Never
+    command: ["sh", "-c", %q]
+`, name, node, busybox, script)
 }
 
 // servingCSRFor is a kubelet-serving CertificateSigningRequest named name

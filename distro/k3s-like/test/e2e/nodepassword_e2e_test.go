@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,18 +63,7 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	_, err = os.Stat(filepath.Join(agentDir, "agent", "pki", "bootstrap-kubelet.kubeconfig"))
 	assert.True(t, os.IsNotExist(err), "no bootstrap token on the agent's disk")
 
-	s.apply(fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: on-b}
-spec:
-  nodeSelector: {kubernetes.io/hostname: node-b}
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: %s
-    imagePullPolicy: Never
-    command: ["sleep", "3599"]
-`, busybox))
+	s.apply(shPodOn("on-b", "node-b", busybox, "exec sleep 3599"))
 	s.waitFor("Running", podBound, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
 	podUID := s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.metadata.uid}")
 
