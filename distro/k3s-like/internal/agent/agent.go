@@ -109,11 +109,11 @@ func (a *options) run(ctx context.Context, getenv func(string) string) error {
 // join joins the server at u and returns the harness of the node c, with
 // the server's settings; short are the logging shorthands.
 func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok cluster.Token, short []kubeargs.Arg) (*harness.Harness, error) {
-	password, err := cluster.EnsureNodePassword(a.DataDir)
+	joined, err := cluster.Join(ctx, cli.Logger(), u, tok, c.Layout)
 	if err != nil {
 		return nil, err
 	}
-	joined, err := cluster.Join(ctx, cli.Logger(), u, tok, c.Layout)
+	password, err := cluster.EnsureNodePassword(a.DataDir)
 	if err != nil {
 		return nil, err
 	}
