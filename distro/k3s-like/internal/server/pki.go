@@ -2,18 +2,13 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
@@ -37,22 +32,9 @@ func (o *options) ensurePKI(ctx context.Context, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
-	var tlsConfig *tls.Config
-	if o.datastoreCA != "" || o.datastoreCert != "" {
-		var err error
-		if tlsConfig, err = tlsInfo.ClientConfig(); err != nil {
-			return fmt.Errorf("--datastore-cafile/--datastore-certfile/--datastore-keyfile: %w", err)
-		}
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   strings.Split(o.datastoreEndpoint, ","),
-		TLS:         tlsConfig,
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	client, err := bootstrap.Dial(o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey)
 	if err != nil {
-		return fmt.Errorf("--datastore-endpoint=%s: %w", o.datastoreEndpoint, err)
+		return err
 	}
 	defer client.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cli"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
@@ -29,6 +30,8 @@ type options struct {
 	newTokenFile        string
 	agentTokenFile      string
 	timeout             time.Duration
+	// The server's external datastore, as its flags name it.
+	datastoreEndpoint, datastoreCA, datastoreCert, datastoreKey string
 }
 
 // NewCommand is `k3s-like token`.
@@ -68,8 +71,9 @@ it once expired; delete the Secret to revoke it sooner. Every token expires:
 		Short: "Replace the server token (DATA_DIR/token and the sealed PKI record), or with --agent-token-file the agent token",
 		Long: `Rotate the server token, as k3s token rotate: the new one (random, or the one in
 --new-token-file) seals the cluster's PKI record for joining servers
-(kube-system/k3s-like-server-bootstrap) in place of the old, and is written to
-DATA_DIR/token. Then, as k3s documents: restart this server (its apiserver
+(kube-system/k3s-like-server-bootstrap; on an external datastore, with
+--datastore-endpoint and its TLS files, the record there) in place of the old,
+and is written to DATA_DIR/token. Then, as k3s documents: restart this server (its apiserver
 reads the join credentials when it starts; if it starts with --token,
 --token-file or $K3S_LIKE_TOKEN[_FILE], put the new token there first); stop,
 give the new token to, and start every other server; agents keep running, and
@@ -85,6 +89,10 @@ keep running, and need the new token before their next start.`,
 	}
 	rotate.Flags().StringVar(&o.newTokenFile, "new-token-file", "", "File holding the new server token (a bare secret, or the full form for this cluster's CA); default a random one")
 	rotate.Flags().StringVar(&o.agentTokenFile, "agent-token-file", "", "Rotate the agent token: write a new one to this file (the servers' --agent-token-file)")
+	rotate.Flags().StringVar(&o.datastoreEndpoint, "datastore-endpoint", "", "The server's external datastore (its --datastore-endpoint): re-seal the cluster's PKI record there")
+	rotate.Flags().StringVar(&o.datastoreCA, "datastore-cafile", "", "CA file of the external datastore")
+	rotate.Flags().StringVar(&o.datastoreCert, "datastore-certfile", "", "Client certificate file for the external datastore")
+	rotate.Flags().StringVar(&o.datastoreKey, "datastore-keyfile", "", "Client key file for the external datastore")
 	root.AddCommand(create, rotate)
 	return root
 }
@@ -152,8 +160,10 @@ func (o *options) rotate(ctx context.Context, out io.Writer) error {
 	if !found {
 		return fmt.Errorf("%s: no server token: is --data-dir=%s a server's?", cluster.TokenFile(o.dataDir), o.dataDir)
 	}
-	if _, err := os.Stat(datadir.Etcd(o.dataDir)); err != nil {
-		return fmt.Errorf("the server of --data-dir=%s has no embedded etcd (%s): on an external datastore the PKI record is sealed in the datastore, which token rotate does not re-seal", o.dataDir, datadir.Etcd(o.dataDir))
+	if o.datastoreEndpoint == "" {
+		if _, err := os.Stat(datadir.Etcd(o.dataDir)); err != nil {
+			return fmt.Errorf("the server of --data-dir=%s has no embedded etcd (%s): give --datastore-endpoint (and --datastore-cafile, --datastore-certfile, --datastore-keyfile) of its external datastore, whose PKI record is re-sealed", o.dataDir, datadir.Etcd(o.dataDir))
+		}
 	}
 	newTok, err := o.newServerToken(ca)
 	if err != nil {
@@ -164,22 +174,51 @@ func (o *options) rotate(ctx context.Context, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	resealed, err := cluster.ResealServerRecord(ctx, client, datadir.PKI(o.dataDir).Dir, oldTok, newTok)
+	what, err := o.reseal(ctx, client, oldTok, newTok)
 	if err != nil {
 		return err
 	}
 	if _, err := cluster.WriteTokenFile(o.dataDir, newTok.Full(ca)); err != nil {
 		return err
 	}
-	what := "no server joined this one's etcd yet: no sealed record to re-seal"
-	if resealed {
-		what = "kube-system/k3s-like-server-bootstrap is sealed with it"
-	}
 	_, err = fmt.Fprintf(out, "Rotated the server token: %s holds the new one (0600); %s. Now: "+
 		"restart this server (if it starts with --token, --token-file or $K3S_LIKE_TOKEN[_FILE], put the new token there first); "+
 		"stop every other server, give it the new token (--token-file) and start it; agents keep running, and those that joined with the server token need the new one before their next start. "+
 		"Until a server restarts, the old token still joins through it.\n", cluster.TokenFile(o.dataDir), what)
 	return err
+}
+
+// reseal seals the cluster's PKI record with next in place of old: in the
+// external datastore with --datastore-endpoint, otherwise the record
+// joining servers of the embedded etcd fetch, if there is one. what says
+// which.
+func (o *options) reseal(ctx context.Context, client kubernetes.Interface, old, next cluster.Token) (what string, err error) {
+	if o.datastoreEndpoint != "" {
+		kv, err := bootstrap.Dial(o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey)
+		if err != nil {
+			return "", err
+		}
+		defer kv.Close()
+		found, err := bootstrap.Rotate(ctx, kv, old.Secret, next.Secret)
+		if errors.Is(err, bootstrap.ErrWrongToken) {
+			return "", fmt.Errorf("the cluster's PKI record in %s does not open with %s: not re-sealing it", o.datastoreEndpoint, cluster.TokenFile(o.dataDir))
+		}
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			return "", fmt.Errorf("--datastore-endpoint=%s holds no cluster PKI record: is it this server's datastore?", o.datastoreEndpoint)
+		}
+		return "the cluster's PKI record in the datastore is sealed with it", nil
+	}
+	found, err := cluster.ResealServerRecord(ctx, client, datadir.PKI(o.dataDir).Dir, old, next)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "no server joined this one's etcd yet: no sealed record to re-seal", nil
+	}
+	return "kube-system/k3s-like-server-bootstrap is sealed with it", nil
 }
 
 // newServerToken is --new-token-file's token, or a random one.
