@@ -232,6 +232,7 @@ func TestNodeClientEnsure(t *testing.T) {
 	client := fake.NewClientset()
 	requests := 0
 	deny := ""
+	lifetime := time.Hour
 	client.PrependReactor("create", "certificatesigningrequests", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		requests++
 		csr := a.(k8stesting.CreateAction).GetObject().(*certificatesv1.CertificateSigningRequest)
@@ -249,7 +250,7 @@ func TestNodeClientEnsure(t *testing.T) {
 		req, err := x509.ParseCertificateRequest(block.Bytes)
 		require.NoError(t, err)
 		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(int64(requests)), Subject: req.Subject,
-			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(lifetime), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
 			ca.Cert, req.PublicKey, ca.Key)
 		require.NoError(t, err)
 		issued := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
@@ -272,6 +273,25 @@ func TestNodeClientEnsure(t *testing.T) {
 	require.NoError(t, n.Ensure(ctx, logr.Discard(), client))
 	assert.Equal(t, 1, requests, "a valid certificate is kept")
 
+	// One with less than 10 minutes left is asked for again (a fresh
+	// fake: it ignores the wait's name selector); so is one with the
+	// kubeconfig gone.
+	lifetime = 5 * time.Minute
+	short := NodeClient{Node: "node-s", Password: n.Password, CertDir: filepath.Join(dir, "s", "pki"), Kubeconfig: filepath.Join(dir, "s", "kubelet.kubeconfig"), Server: n.Server, CAFile: n.CAFile}
+	first := fake.NewClientset()
+	first.PrependReactor("create", "certificatesigningrequests", client.ReactionChain[0].React)
+	require.NoError(t, short.Ensure(ctx, logr.Discard(), first))
+	lifetime = time.Hour
+	again := fake.NewClientset()
+	again.PrependReactor("create", "certificatesigningrequests", client.ReactionChain[0].React)
+	require.NoError(t, short.Ensure(ctx, logr.Discard(), again))
+	assert.Equal(t, 3, requests, "a certificate about to expire is replaced")
+	require.NoError(t, os.Remove(short.Kubeconfig))
+	third := fake.NewClientset()
+	third.PrependReactor("create", "certificatesigningrequests", client.ReactionChain[0].React)
+	require.NoError(t, short.Ensure(ctx, logr.Discard(), third))
+	assert.Equal(t, 4, requests, "no kubeconfig: asked again")
+
 	// Another node's name in the same store: asked for again, and refused
 	// (a fresh fake: it ignores the wait's name selector).
 	deny = ": node name node-a is held by another node"
@@ -282,7 +302,7 @@ func TestNodeClientEnsure(t *testing.T) {
 	err = m.Ensure(ctx, logr.Discard(), fresh)
 	var ce *NodeClientCertError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, 2, requests)
+	assert.Equal(t, 5, requests)
 	assert.Contains(t, err.Error(), "the server refused a client certificate for node node-a")
 	assert.Contains(t, err.Error(), "held by another node")
 	assert.NotContains(t, err.Error(), n.Password)
