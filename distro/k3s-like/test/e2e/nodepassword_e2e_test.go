@@ -30,7 +30,7 @@ import (
 //     Ready (a node that restarts with its own password rejoins).
 //   - `token rotate`: a new DATA_DIR/token; after the server's restart the
 //     old server token is refused, and node-b, which kept running, is
-//     Ready with its Pod running as before.
+//     Ready with its Pod's same container running.
 func TestNodePasswordsAndTokens(t *testing.T) {
 	requireNodeHost(t)
 	busybox := busyboxImage(t)
@@ -124,7 +124,14 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	assert.Greater(t, strings.Count(s.kubectl("get", "csr", "-o", "name"), "\n"), before, "a new request, approved")
 	assert.Contains(t, a.log.String(), "Asked for the node's client certificate with its node password")
 
-	// token rotate, then the server's restart: node-b keeps running.
+	// token rotate, then the server's restart: node-b keeps running, its
+	// Pod's container the same one.
+	s.waitFor("Running", podBound, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
+	var container string
+	require.Eventually(t, func() bool {
+		container, _ = s.kubectlErr("get", "pod", "on-b", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
+		return container != ""
+	}, podBound, 250*time.Millisecond, "on-b's container after node-b's restart")
 	out, err = s.run("token", "rotate", "--data-dir="+serverDir)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "Rotated the server token")
@@ -136,7 +143,8 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	s.waitNodeReady(nodeReadyBound)
 	s.waitNamedNodeReady("node-b", a, nodeReadyBound)
 	assert.Equal(t, podUID, s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.metadata.uid}"))
-	assert.Equal(t, "Running 0", s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.status.phase} {.status.containerStatuses[0].restartCount}"))
+	assert.Equal(t, "Running "+container, s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.status.phase} {.status.containerStatuses[0].containerID}"),
+		"the same container, running through the rotation and the server's restart")
 	old := filepath.Join(t.TempDir(), "old")
 	require.NoError(t, os.WriteFile(old, serverTok, 0o600))
 	out, err = s.run("agent", "--server=https://"+nodeIP+":6443", "--token-file="+old, "--data-dir="+t.TempDir(), "--node-name=node-d")
