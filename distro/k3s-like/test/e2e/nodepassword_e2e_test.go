@@ -143,8 +143,14 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	s.waitNodeReady(nodeReadyBound)
 	s.waitNamedNodeReady("node-b", a, nodeReadyBound)
 	assert.Equal(t, podUID, s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.metadata.uid}"))
-	assert.Equal(t, "Running "+container, s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.status.phase} {.status.containerStatuses[0].containerID}"),
-		"the same container, running through the rotation and the server's restart")
+	// The kubelet reports the Pod's status again once the apiserver is
+	// back (a moment with no container status): the same container.
+	var after string
+	require.Eventually(t, func() bool {
+		after, _ = s.kubectlErr("get", "pod", "on-b", "-o", "jsonpath={.status.phase} {.status.containerStatuses[0].containerID}")
+		return after != "Running " && after != ""
+	}, podBound, 250*time.Millisecond, "on-b's status after the server's restart")
+	assert.Equal(t, "Running "+container, after, "the same container, running through the rotation and the server's restart")
 	old := filepath.Join(t.TempDir(), "old")
 	require.NoError(t, os.WriteFile(old, serverTok, 0o600))
 	out, err = s.run("agent", "--server=https://"+nodeIP+":6443", "--token-file="+old, "--data-dir="+t.TempDir(), "--node-name=node-d")
