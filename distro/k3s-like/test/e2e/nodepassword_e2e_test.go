@@ -63,10 +63,6 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	_, err = os.Stat(filepath.Join(agentDir, "agent", "pki", "bootstrap-kubelet.kubeconfig"))
 	assert.True(t, os.IsNotExist(err), "no bootstrap token on the agent's disk")
 
-	s.apply(shPodOn("on-b", "node-b", busybox, "exec sleep 3599"))
-	s.waitFor("Running", podBound, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
-	podUID := s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.metadata.uid}")
-
 	// The stolen agent token, from another data dir (another password):
 	// the server's node name, then node-b's. The join runs on the server's
 	// machine: it fails before anything of a node starts.
@@ -124,14 +120,16 @@ func TestNodePasswordsAndTokens(t *testing.T) {
 	assert.Greater(t, strings.Count(s.kubectl("get", "csr", "-o", "name"), "\n"), before, "a new request, approved")
 	assert.Contains(t, a.log.String(), "Asked for the node's client certificate with its node password")
 
-	// token rotate, then the server's restart: node-b keeps running, its
-	// Pod's container the same one.
+	// token rotate, then the server's restart: node-b keeps running, and
+	// so does its Pod's container.
+	s.apply(shPodOn("on-b", "node-b", busybox, "exec sleep 3599"))
 	s.waitFor("Running", podBound, "get", "pod", "on-b", "-o", "jsonpath={.status.phase}")
 	var container string
 	require.Eventually(t, func() bool {
 		container, _ = s.kubectlErr("get", "pod", "on-b", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
 		return container != ""
-	}, podBound, 250*time.Millisecond, "on-b's container after node-b's restart")
+	}, podBound, 250*time.Millisecond, "on-b's container")
+	podUID := s.kubectl("get", "pod", "on-b", "-o", "jsonpath={.metadata.uid}")
 	out, err = s.run("token", "rotate", "--data-dir="+serverDir)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "Rotated the server token")
