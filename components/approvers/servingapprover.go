@@ -91,19 +91,39 @@ func (a *ServingApprover) Run(ctx context.Context) error {
 }
 
 func (a *ServingApprover) run(ctx context.Context, client kubernetes.Interface) error {
-	resync := a.Resync
-	if resync <= 0 {
-		resync = 30 * time.Second
-	}
 	limit := a.PendingLimit
 	if limit <= 0 {
 		limit = 10 * time.Minute
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	csrFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
-	}))
 	defer factory.Shutdown()
+	nodes := factory.Core().V1().Nodes().Informer()
+	factory.Start(ctx.Done())
+	return Review(ctx, client, certificatesv1.KubeletServingSignerName, a.Resync, []cache.SharedIndexInformer{nodes},
+		func(pending []*certificatesv1.CertificateSigningRequest) {
+			var all []*corev1.Node
+			for _, o := range nodes.GetStore().List() {
+				all = append(all, o.(*corev1.Node))
+			}
+			for _, csr := range pending {
+				a.decide(ctx, client, csr, all, limit)
+			}
+		})
+}
+
+// Review calls decide with the requests of signer not yet approved,
+// denied or failed (Decided), once its informer and those of also
+// (started by the caller) have synced, again on every change to any of
+// them, and every resync (0 means 30 s), until ctx ends; it returns nil
+// then, or the error of adding an event handler.
+func Review(ctx context.Context, client kubernetes.Interface, signer string, resync time.Duration, also []cache.SharedIndexInformer,
+	decide func(pending []*certificatesv1.CertificateSigningRequest)) error {
+	if resync <= 0 {
+		resync = 30 * time.Second
+	}
+	csrFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", signer).String()
+	}))
 	defer csrFactory.Shutdown()
 	dirty := make(chan struct{}, 1)
 	mark := func() {
@@ -114,15 +134,15 @@ func (a *ServingApprover) run(ctx context.Context, client kubernetes.Interface) 
 	}
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { mark() }, UpdateFunc: func(any, any) { mark() }}
 	csrs := csrFactory.Certificates().V1().CertificateSigningRequests().Informer()
-	nodes := factory.Core().V1().Nodes().Informer()
-	for _, inf := range []cache.SharedIndexInformer{csrs, nodes} {
+	synced := []cache.InformerSynced{csrs.HasSynced}
+	for _, inf := range append([]cache.SharedIndexInformer{csrs}, also...) {
 		if _, err := inf.AddEventHandler(handler); err != nil {
 			return err
 		}
+		synced = append(synced, inf.HasSynced)
 	}
-	factory.Start(ctx.Done())
 	csrFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), csrs.HasSynced, nodes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
 	tick := time.NewTicker(resync)
@@ -134,17 +154,13 @@ func (a *ServingApprover) run(ctx context.Context, client kubernetes.Interface) 
 		case <-dirty:
 		case <-tick.C:
 		}
-		var all []*corev1.Node
-		for _, o := range nodes.GetStore().List() {
-			all = append(all, o.(*corev1.Node))
-		}
+		var pending []*certificatesv1.CertificateSigningRequest
 		for _, o := range csrs.GetStore().List() {
-			csr := o.(*certificatesv1.CertificateSigningRequest)
-			if decided(csr) {
-				continue
+			if csr := o.(*certificatesv1.CertificateSigningRequest); !Decided(csr) {
+				pending = append(pending, csr)
 			}
-			a.decide(ctx, client, csr, all, limit)
 		}
+		decide(pending)
 	}
 }
 
@@ -177,7 +193,8 @@ func (a *ServingApprover) decide(ctx context.Context, client kubernetes.Interfac
 	logger.Info("Decided on a kubelet serving certificate request", "user", csr.Spec.Username, "reason", cond.Message)
 }
 
-func decided(csr *certificatesv1.CertificateSigningRequest) bool {
+// Decided reports whether csr was approved, denied or failed.
+func Decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	for _, c := range csr.Status.Conditions {
 		if c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed {
 			return true

@@ -29,6 +29,7 @@ import (
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/secretsencrypt"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/server"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/snapshot"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/tokencmd"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/top"
 )
 
@@ -52,7 +53,7 @@ func main() {
 			return cli.VersionRequested(cmd)
 		},
 	}
-	root.AddCommand(server.NewCommand(), agent.NewCommand(), features.NewCommand(), features.NewUpgradePlanCommand(), kubectl.NewCommand(), top.NewCommand(), snapshot.NewCommand(), etcdmembers.NewCommand(), secretsencrypt.NewCommand())
+	root.AddCommand(server.NewCommand(), agent.NewCommand(), features.NewCommand(), features.NewUpgradePlanCommand(), kubectl.NewCommand(), top.NewCommand(), snapshot.NewCommand(), etcdmembers.NewCommand(), secretsencrypt.NewCommand(), tokencmd.NewCommand())
 	logs.InitLogs() // Go's log package writes through klog: one log stream
 	err := root.Execute()
 	logs.FlushLogs()

@@ -69,10 +69,10 @@ func (a *options) check(getenv func(string) string) (*url.URL, cluster.Token, er
 		return nil, cluster.Token{}, err
 	}
 	if !found {
-		return nil, cluster.Token{}, errors.New("--token-file is required: a server's DATA_DIR/token")
+		return nil, cluster.Token{}, errors.New("--token-file is required: a server's DATA_DIR/agent-token (or DATA_DIR/token), or a token of k3s-like token create")
 	}
 	if tok.CAHash == "" {
-		return nil, cluster.Token{}, fmt.Errorf("the token (%s) is a bare secret: an agent needs the full token (K10…::server:…) of a server's DATA_DIR/token, which pins the cluster CA", source)
+		return nil, cluster.Token{}, fmt.Errorf("the token (%s) is a bare secret: an agent needs a full token (K10…::…), which pins the cluster CA: a server's DATA_DIR/token or DATA_DIR/agent-token, or one of k3s-like token create", source)
 	}
 	if err := a.node.Check(); err != nil {
 		return nil, cluster.Token{}, err
@@ -109,19 +109,31 @@ func (a *options) run(ctx context.Context, getenv func(string) string) error {
 // join joins the server at u and returns the harness of the node c, with
 // the server's settings; short are the logging shorthands.
 func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok cluster.Token, short []kubeargs.Arg) (*harness.Harness, error) {
-	settings, err := cluster.Join(ctx, cli.Logger(), u, tok, c.Layout, a.NodeName)
+	joined, err := cluster.Join(ctx, cli.Logger(), u, tok, c.Layout)
 	if err != nil {
 		return nil, err
 	}
+	password, err := cluster.EnsureNodePassword(a.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet's client certificate, asked for with the node password
+	// (the kubelet renews it itself).
+	if err := (cluster.NodeClient{
+		Node: a.NodeName, Password: password, CertDir: c.KubeletCertDir(), Kubeconfig: c.Kubeconfig(),
+		Server: u.String(), CAFile: c.Layout.ServerCA().CertFile,
+	}).Ensure(ctx, cli.Logger(), joined.Bootstrap); err != nil {
+		return nil, err
+	}
+	settings := joined.Settings
 	c.ClusterDNS, c.ClusterDomain, c.ClusterCIDR = settings.ClusterDNS, settings.ClusterDomain, settings.ClusterCIDR
 	if err := node.CheckFlannelBackend(settings.FlannelBackend); err != nil {
 		return nil, fmt.Errorf("the server's agent settings (kube-system/k3s-like-agent): the server's %w", err)
 	}
 	c.Options.FlannelBackend = settings.FlannelBackend // the server's, as k3s's agents take it
-	c.KubeletDefaults = []kubeargs.Arg{
-		// --rotate-certificates is every node's (kubenode.DefaultKubeletFlags).
-		{Key: "bootstrap-kubeconfig", Value: cluster.BootstrapKubeconfig(c.Layout)},
-	}
+	// No kubelet defaults of the agent's own: --rotate-certificates is every
+	// node's (kubenode.DefaultKubeletFlags), and the client certificate is
+	// the agent's own request (cluster.NodeClient), no bootstrap kubeconfig.
 	c.ServingBootstrap = true
 	lb, err := a.loadBalancer(c, u)
 	if err != nil {

@@ -34,7 +34,7 @@ func TestAgentCheck(t *testing.T) {
 		{"http", []string{"--server=http://192.0.2.10:6443", "--token-file=" + fullFile}, nil, "--server=http://192.0.2.10:6443: want https://HOST:PORT"},
 		{"path", []string{"--server=https://192.0.2.10:6443/api", "--token-file=" + fullFile}, nil, "want https://HOST:PORT"},
 		{"no token", []string{"--server=https://192.0.2.10:6443"}, nil, "--token-file is required"},
-		{"bare secret", []string{"--server=https://192.0.2.10:6443", "--token-file=" + bareFile}, nil, "is a bare secret: an agent needs the full token"},
+		{"bare secret", []string{"--server=https://192.0.2.10:6443", "--token-file=" + bareFile}, nil, "is a bare secret: an agent needs a full token (K10…::…)"},
 		{"missing file", []string{"--server=https://192.0.2.10:6443", "--token-file=" + filepath.Join(dir, "none")}, nil, "--token-file " + filepath.Join(dir, "none")},
 		{"bad kubelet-arg", []string{"--server=https://192.0.2.10:6443", "--token-file=" + fullFile, "--kubelet-arg=="}, nil, "--kubelet-arg"},
 	} {

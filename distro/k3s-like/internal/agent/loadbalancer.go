@@ -13,16 +13,15 @@ import (
 
 	"github.com/kubeharness/kubeharness/components/loadbalancer"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
 )
 
 // loadBalancer is the agent's client-side load balancer (k3s's): on
 // 127.0.0.1:--lb-server-port, in front of the server joined through and
 // every apiserver the kubernetes Service's endpoints name, read with the
-// kubelet's credential. The kubelet's kubeconfigs (the bootstrap one and
-// the one it writes, which kube-proxy, flannel and the feature reporter
-// use too) point at it: they are rewritten so on every start.
+// kubelet's credential. The kubelet's kubeconfig (which kube-proxy,
+// flannel and the feature reporter use too) points at it: it is rewritten
+// so on every start.
 func (a *options) loadBalancer(c node.Config, u *url.URL) (*loadbalancer.LoadBalancer, error) {
 	port := u.Port()
 	if port == "" {
@@ -33,10 +32,8 @@ func (a *options) loadBalancer(c node.Config, u *url.URL) (*loadbalancer.LoadBal
 		Servers:    []string{net.JoinHostPort(u.Hostname(), port)},
 		Kubeconfig: c.Kubeconfig(),
 	}
-	for _, path := range []string{cluster.BootstrapKubeconfig(c.Layout), c.Kubeconfig()} {
-		if err := pointAt(path, lb.URL()); err != nil {
-			return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", path, a.lbPort, err)
-		}
+	if err := pointAt(c.Kubeconfig(), lb.URL()); err != nil {
+		return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", c.Kubeconfig(), a.lbPort, err)
 	}
 	return lb, nil
 }

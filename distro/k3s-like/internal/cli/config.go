@@ -105,21 +105,24 @@ func readConfigFile(f string) (map[string]any, error) {
 	return doc, nil
 }
 
-// secretConfigKey is the config key whose value is a secret: a config file
-// that sets it must be as private as a token file.
-const secretConfigKey = "token"
+// secretConfigKeys are the config keys whose values are secrets (the
+// token, a server's agent token): a config file that sets one must be as
+// private as a token file.
+func secretConfigKeys() []string { return []string{"token", "agent-token"} }
 
 // configFilesToCheck are the config files for checkFileModes: a file that
-// sets the token (or cannot be read again) is a secret.
+// sets a token (or cannot be read again) is a secret.
 func configFilesToCheck(configFiles []string) []checkedFile {
 	var files []checkedFile
 	for _, f := range configFiles {
 		c := checkedFile{path: f, what: "the config file"}
 		doc, err := readConfigFile(f)
-		_, plain := doc[secretConfigKey]
-		_, appended := doc[secretConfigKey+"+"]
-		if plain || appended {
-			c.secret, c.note = true, "it sets "+secretConfigKey
+		for _, key := range secretConfigKeys() {
+			_, plain := doc[key]
+			_, appended := doc[key+"+"]
+			if (plain || appended) && !c.secret {
+				c.secret, c.note = true, "it sets "+key
+			}
 		}
 		if err != nil {
 			c.secret = true // ApplyConfig read it; if it cannot be read now, assume the worst

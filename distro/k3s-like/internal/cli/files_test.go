@@ -128,3 +128,27 @@ func TestOpenLog(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "not a regular file (a FIFO, /dev/null): its mode is kept")
 }
+
+// TestConfigFilesToCheckSecrets: a config file that sets token or
+// agent-token (or appends to one) is checked as a secret, naming the key;
+// one that sets neither is not; one that cannot be read is.
+func TestConfigFilesToCheckSecrets(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	files := configFilesToCheck([]string{
+		write("token.yaml", "token: s3cret\n"),
+		write("agent.yaml", "agent-token: s3cret\n"),
+		write("appended.yaml", "agent-token+: s3cret\n"),
+		write("plain.yaml", "node-name: a\n"),
+		filepath.Join(dir, "missing.yaml"),
+	})
+	require.Len(t, files, 5)
+	assert.Equal(t, []bool{true, true, true, false, true}, []bool{files[0].secret, files[1].secret, files[2].secret, files[3].secret, files[4].secret})
+	assert.Equal(t, "it sets token", files[0].note)
+	assert.Equal(t, "it sets agent-token", files[1].note)
+	assert.Equal(t, "it sets agent-token", files[2].note)
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -40,24 +40,69 @@ type Settings struct {
 	FlannelBackend string
 }
 
-// BootstrapKubeconfig is the kubelet's --bootstrap-kubeconfig on an agent.
+// BootstrapKubeconfig is where an older release wrote the kubelet's
+// --bootstrap-kubeconfig on an agent (with a bootstrap token): Join
+// removes it.
 func BootstrapKubeconfig(l pki.Layout) string {
 	return filepath.Join(l.Dir, "bootstrap-kubelet.kubeconfig")
 }
 
-// Join makes what an agent's kubelet needs to join the server at u: the
-// cluster CA pinned by the token (written to l.ServerCA), the server's
-// agent settings (the client CA written to l.ClientCA) and the bootstrap
-// kubeconfig with the server's current bootstrap token, both read with
-// the token's join credential (Token.JoinCredential). The kubelet asks for its serving
-// certificate itself (the server's approver). It retries until the server
-// answers and has published the settings, or ctx ends; a CA that does not
-// match the token is an error at once.
-func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Layout, name string) (Settings, error) {
+// Joined is what Join returns: the server's settings, and a client of the
+// server (its CA pinned) that authenticates with a bootstrap token, for
+// the node's client certificate (NodeClient.Ensure).
+type Joined struct {
+	Settings
+	Bootstrap kubernetes.Interface
+}
+
+// JoinTimeout bounds Join's retries of a server that answers with the
+// pinned CA but refuses the token: the join credentials are in the
+// apiserver's token file from its start and a bootstrap token is known
+// within a second of its creation, so a refusal that lasts is a wrong,
+// rotated or expired token.
+const JoinTimeout = 15 * time.Second
+
+// JoinError is an agent that cannot join through the server it was
+// given: a CA the token does not pin, or a token the server does not
+// accept (for JoinTimeout once it answers). Nothing was written.
+type JoinError struct {
+	Server string
+	Err    error
+}
+
+func (e *JoinError) Error() string {
+	return fmt.Sprintf("joining the cluster through %s: %v", e.Server, e.Err)
+}
+
+func (e *JoinError) Unwrap() error { return e.Err }
+
+// Join makes what an agent's node needs to join the server at u: the
+// cluster CA pinned by the token (written to l.ServerCA) and the server's
+// agent settings (the client CA written to l.ClientCA), read with the
+// token's join credential (Token.JoinCredential: a server or agent
+// token's), or with the token itself if it is a bootstrap token; with the
+// former it also reads the server's current bootstrap token. It returns a
+// client that authenticates with that bootstrap token. The kubelet asks
+// for its serving certificate itself (the server's approver). It retries
+// until the server answers and has published the settings, or ctx ends; a
+// CA that does not match the token is a *JoinError at once, and so is a
+// token the server, once it answered with the pinned CA, still does not
+// accept after JoinTimeout. It removes the bootstrap kubeconfig of
+// an older release.
+func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Layout) (Joined, error) {
 	log = log.WithName("join")
-	var ca []byte
-	var settings map[string]string
-	var bootstrap, last string
+	credential := tok.JoinCredential()
+	if tok.Kind == BootstrapToken {
+		credential = tok.Secret
+	}
+	var (
+		client       kubernetes.Interface
+		ca           []byte
+		settings     map[string]string
+		bootstrap    string
+		last         string
+		unauthorized time.Time
+	)
 	retry := func(err error) (bool, error) {
 		if err.Error() != last {
 			log.Info("Joining the server; retrying", "server", u.String(), "err", err)
@@ -66,31 +111,38 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 		return false, nil
 	}
 	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		if ca == nil {
-			var err error
-			if ca, err = pinServerCA(ctx, u, tok); err != nil {
+		var err error
+		if client == nil {
+			if client, ca, err = pinnedClient(ctx, u, tok, credential, "k3s-like-agent"); err != nil {
 				var pe *caPinError
 				if errors.As(err, &pe) {
-					return false, err
+					return false, &JoinError{Server: u.String(), Err: err}
 				}
 				return retry(err)
 			}
 		}
-		client, err := kubernetes.NewForConfig(&rest.Config{
-			Host: u.String(), BearerToken: tok.JoinCredential(), UserAgent: "k3s-like-agent",
-			TLSClientConfig: rest.TLSClientConfig{CAData: ca},
-		})
-		if err != nil {
-			return false, err
-		}
 		cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
 		if apierrors.IsUnauthorized(err) {
-			return retry(fmt.Errorf("the server does not accept the token yet (or the token is another cluster's, or the server's release is older than the agent's: upgrade servers first): %w", err))
+			if unauthorized.IsZero() {
+				unauthorized = time.Now()
+			}
+			why := "the server does not accept the token (another cluster's, one rotated away, or the server's release is older than the agent's: upgrade servers first)"
+			if tok.Kind == BootstrapToken {
+				id, _, _ := strings.Cut(tok.Secret, ".")
+				why = fmt.Sprintf("the server does not accept the bootstrap token %s: it expired, was deleted, or was never made (k3s-like token create makes one)", id)
+			}
+			if time.Since(unauthorized) > JoinTimeout {
+				return false, &JoinError{Server: u.String(), Err: fmt.Errorf("%s: %w", why, err)}
+			}
+			return retry(fmt.Errorf("%s: %w", why, err))
 		}
+		unauthorized = time.Time{}
 		if err != nil {
 			return retry(err)
 		}
-		if bootstrap, err = bootstrapToken(ctx, client, cm.Data[settingBootstrapToken], time.Now()); err != nil {
+		if tok.Kind == BootstrapToken {
+			bootstrap = tok.Secret
+		} else if bootstrap, err = bootstrapToken(ctx, client, cm.Data[settingBootstrapToken], time.Now()); err != nil {
 			return retry(err)
 		}
 		settings = cm.Data
@@ -98,42 +150,58 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return Settings{}, fmt.Errorf("joining %s: stopped before the server answered (last: %s)", u, last)
+			return Joined{}, &JoinError{Server: u.String(), Err: fmt.Errorf("stopped before the server answered (last: %s)", last)}
 		}
-		return Settings{}, err
+		return Joined{}, err
 	}
 	if _, err := certutil.ParseCertsPEM([]byte(settings[settingClientCA])); err != nil {
-		return Settings{}, fmt.Errorf("the server's agent settings (kube-system/%s): %s: %w", agentSettings, settingClientCA, err)
+		return Joined{}, fmt.Errorf("the server's agent settings (kube-system/%s): %s: %w", agentSettings, settingClientCA, err)
 	}
 	if cidr := settings[settingClusterCIDR]; cidr != "" {
 		if _, err := netip.ParsePrefix(cidr); err != nil {
-			return Settings{}, fmt.Errorf("the server's agent settings (kube-system/%s): %s=%s: %w", agentSettings, settingClusterCIDR, cidr, err)
+			return Joined{}, fmt.Errorf("the server's agent settings (kube-system/%s): %s=%s: %w", agentSettings, settingClusterCIDR, cidr, err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(l.NodeLayout(name).Kubeconfig()), 0o700); err != nil {
-		return Settings{}, err
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return Joined{}, err
 	}
 	if err := atomicfile.Write(l.ServerCA().CertFile, ca, 0o644); err != nil {
-		return Settings{}, err
+		return Joined{}, err
 	}
 	if err := atomicfile.Write(l.ClientCA().CertFile, []byte(settings[settingClientCA]), 0o644); err != nil {
-		return Settings{}, err
+		return Joined{}, err
 	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["server"] = &clientcmdapi.Cluster{Server: u.String(), CertificateAuthority: l.ServerCA().CertFile}
-	kc.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: bootstrap}
-	kc.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "bootstrap"}
-	kc.CurrentContext = "bootstrap"
-	b, err := clientcmd.Write(*kc)
+	if err := os.Remove(BootstrapKubeconfig(l)); err != nil && !os.IsNotExist(err) {
+		return Joined{}, err
+	}
+	bc, err := newPinnedClient(u, ca, bootstrap, "k3s-like-agent")
 	if err != nil {
-		return Settings{}, err
+		return Joined{}, err
 	}
-	if err := atomicfile.Write(BootstrapKubeconfig(l), b, 0o600); err != nil {
-		return Settings{}, err
+	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.CAHash, "token", string(cmp.Or(tok.Kind, ServerToken)))
+	return Joined{Bootstrap: bc, Settings: Settings{ClusterDNS: settings[settingClusterDNS], ClusterDomain: settings[settingClusterDomain], ClusterCIDR: settings[settingClusterCIDR],
+		FlannelBackend: settings[settingFlannel]}}, nil
+}
+
+// pinnedClient is a client of the server at u that trusts only the CA
+// the token pins (pinServerCA: nothing is sent before) and authenticates
+// with the bearer credential, and that CA (PEM); a *caPinError for a
+// server that does not show it.
+func pinnedClient(ctx context.Context, u *url.URL, tok Token, credential, userAgent string) (kubernetes.Interface, []byte, error) {
+	ca, err := pinServerCA(ctx, u, tok)
+	if err != nil {
+		return nil, nil, err
 	}
-	log.Info("Joined: the cluster CA is the one the token pins", "server", u.String(), "caSHA256", tok.CAHash)
-	return Settings{ClusterDNS: settings[settingClusterDNS], ClusterDomain: settings[settingClusterDomain], ClusterCIDR: settings[settingClusterCIDR],
-		FlannelBackend: settings[settingFlannel]}, nil
+	c, err := newPinnedClient(u, ca, credential, userAgent)
+	return c, ca, err
+}
+
+// newPinnedClient is a client of the server at u trusting ca only.
+func newPinnedClient(u *url.URL, ca []byte, credential, userAgent string) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(&rest.Config{
+		Host: u.String(), BearerToken: credential, UserAgent: userAgent,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+	})
 }
 
 // bootstrapToken reads the bootstrap token id (ID.SECRET) and checks it

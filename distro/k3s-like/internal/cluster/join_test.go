@@ -19,7 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -35,7 +35,7 @@ func TestJoinCredential(t *testing.T) {
 	assert.NotContains(t, c, "s3cret")
 
 	dir := t.TempDir()
-	require.NoError(t, WriteJoinAuthFile(dir, Token{Secret: "s3cret"}))
+	require.NoError(t, WriteJoinAuthFile(dir, Token{Secret: "s3cret"}, Token{}))
 	st, err := os.Stat(JoinAuthFile(dir))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
@@ -43,6 +43,19 @@ func TestJoinCredential(t *testing.T) {
 	assert.Regexp(t, `^k3s-like-server-join\.[0-9a-f]{64}$`, sc)
 	assert.NotEqual(t, strings.TrimPrefix(c, "k3s-like-join."), strings.TrimPrefix(sc, "k3s-like-server-join."), "the agents' credential does not let a server join")
 	assert.Equal(t, c+","+JoinUser+","+JoinUser+"\n"+sc+","+ServerJoinUser+","+ServerJoinUser+"\n", string(read(t, JoinAuthFile(dir))))
+
+	// With an agent token: its join credential authenticates as JoinUser
+	// too, and it has no server join line.
+	agent := Token{Secret: "agent-s3cret", Kind: AgentToken}
+	require.NoError(t, WriteJoinAuthFile(dir, Token{Secret: "s3cret"}, agent))
+	got := string(read(t, JoinAuthFile(dir)))
+	assert.Contains(t, got, agent.JoinCredential()+","+JoinUser+","+JoinUser+"\n")
+	assert.NotContains(t, got, agent.ServerJoinCredential(), "an agent token never joins a server")
+	assert.Contains(t, got, c+","+JoinUser, "the server token still joins agents, as k3s's")
+	assert.NotContains(t, got, "s3cret")
+	// The same secret twice: one line each.
+	require.NoError(t, WriteJoinAuthFile(dir, Token{Secret: "s3cret"}, Token{Secret: "s3cret", Kind: AgentToken}))
+	assert.Equal(t, 2, strings.Count(string(read(t, JoinAuthFile(dir))), "\n"))
 }
 
 // TestNewBootstrapToken: upstream's shape, and random: nothing of the
@@ -126,10 +139,13 @@ func TestPinServerCA(t *testing.T) {
 
 // TestJoin: against a TLS server carrying the pinned CA that serves the
 // agent settings and the bootstrap token they name to the join credential
-// alone, join writes the cluster CA,
-// the client CA and the bootstrap kubeconfig (0600), no serving
-// certificate (the kubelet requests it), and returns the settings; an unknown bearer is retried
-// until the context ends; malformed settings are an error naming them.
+// (the settings also to the bootstrap token), join writes the cluster CA
+// and the client CA, no serving certificate (the kubelet requests it),
+// removes an older release's bootstrap kubeconfig, and returns the
+// settings and a client with the bootstrap token; a bootstrap token joins
+// by itself, an unknown one is a JoinError naming its ID; an unknown
+// bearer is retried until the context ends; malformed settings are an
+// error naming them.
 func TestJoin(t *testing.T) {
 	dir := t.TempDir()
 	f, err := pki.Ensure(pki.Config{Dir: filepath.Join(dir, "server"), APIServerURL: "https://127.0.0.1:6443"})
@@ -146,7 +162,9 @@ func TestJoin(t *testing.T) {
 	pair, err := tls.LoadX509KeyPair(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+tok.JoinCredential() {
+		auth := r.Header.Get("Authorization")
+		asBootstrap := auth == "Bearer "+id+"."+secret && r.URL.Path == "/api/v1/namespaces/kube-system/configmaps/"+agentSettings
+		if auth != "Bearer "+tok.JoinCredential() && !asBootstrap {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`))
@@ -182,39 +200,49 @@ func TestJoin(t *testing.T) {
 	l := pki.Layout{Dir: filepath.Join(dir, "agent", "pki")}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	settings, err := Join(ctx, logr.Discard(), u, tok, l, "node-b")
+	// An agent's bootstrap kubeconfig of an older release (it held a
+	// bootstrap token) is removed.
+	require.NoError(t, os.MkdirAll(l.Dir, 0o700))
+	require.NoError(t, os.WriteFile(BootstrapKubeconfig(l), []byte("old"), 0o600))
+	joined, err := Join(ctx, logr.Discard(), u, tok, l)
 	require.NoError(t, err)
-	assert.Equal(t, "10.43.0.10", settings.ClusterDNS)
+	assert.Equal(t, "10.43.0.10", joined.ClusterDNS)
 	assert.Equal(t, caPEM, read(t, l.ServerCA().CertFile), "the pinned CA, byte for byte")
 	assert.Equal(t, clientCA, read(t, l.ClientCA().CertFile))
-	kc, err := clientcmd.LoadFromFile(BootstrapKubeconfig(l))
-	require.NoError(t, err)
-	assert.Equal(t, id+"."+secret, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token)
-	assert.Equal(t, u.String(), kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].Server)
-	st, err := os.Stat(BootstrapKubeconfig(l))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	_, err = os.Stat(BootstrapKubeconfig(l))
+	assert.True(t, os.IsNotExist(err), "no bootstrap kubeconfig: %v", err)
+	// The client Join returns authenticates with the bootstrap token.
+	cm, err := joined.Bootstrap.CoreV1().ConfigMaps("kube-system").Get(ctx, agentSettings, metav1.GetOptions{})
+	require.NoError(t, err, "the server accepts the bootstrap token the settings name")
+	assert.Equal(t, id, cm.Data[settingBootstrapToken])
 	// No serving certificate: the kubelet requests one from the signer.
 	_, err = os.Stat(l.NodeLayout("node-b").Serving().CertFile)
 	assert.True(t, os.IsNotExist(err), "join writes no serving certificate: %v", err)
-	_, err = Join(ctx, logr.Discard(), u, tok, l, "node-b")
+	_, err = Join(ctx, logr.Discard(), u, tok, l)
 	require.NoError(t, err, "a second join")
 
-	// An agent's bootstrap kubeconfig of an older release (the token
-	// derived from the cluster token) is replaced by the server's.
-	require.NoError(t, os.WriteFile(BootstrapKubeconfig(l), []byte("old"), 0o600))
-	_, err = Join(ctx, logr.Discard(), u, tok, l, "node-b")
+	// A bootstrap token (k3s-like token create's): it reads the settings
+	// itself, and is the returned client's credential.
+	joined, err = Join(ctx, logr.Discard(), u, Token{Secret: id + "." + secret, CAHash: tok.CAHash, Kind: BootstrapToken}, pki.Layout{Dir: filepath.Join(dir, "bt")})
 	require.NoError(t, err)
-	kc, err = clientcmd.LoadFromFile(BootstrapKubeconfig(l))
+	_, err = joined.Bootstrap.CoreV1().ConfigMaps("kube-system").Get(ctx, agentSettings, metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, id+"."+secret, kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token)
+	// One the server does not know (expired, or deleted): refused, named
+	// by its ID, never its secret.
+	unknown, cancelUnknown := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelUnknown()
+	_, err = Join(unknown, logr.Discard(), u, Token{Secret: "zzzzzz.0000000000000000", CAHash: tok.CAHash, Kind: BootstrapToken}, pki.Layout{Dir: filepath.Join(dir, "bt2")})
+	var je *JoinError
+	require.ErrorAs(t, err, &je)
+	assert.Contains(t, err.Error(), "does not accept the bootstrap token zzzzzz: it expired, was deleted, or was never made")
+	assert.NotContains(t, err.Error(), "0000000000000000")
 
 	// An expired bootstrap token is not taken: join waits for the server
 	// to renew it.
 	expiration.Store(time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
 	expired, cancelExpired := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancelExpired()
-	_, err = Join(expired, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "expired")}, "node-e")
+	_, err = Join(expired, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "expired")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the bootstrap token "+id+" expired at")
 	assert.NotContains(t, err.Error(), secret)
@@ -224,7 +252,7 @@ func TestJoin(t *testing.T) {
 	// join retries until stopped, naming what it last saw.
 	short, cancelShort := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancelShort()
-	_, err = Join(short, logr.Discard(), u, Token{Secret: "other", CAHash: tok.CAHash}, pki.Layout{Dir: filepath.Join(dir, "other")}, "node-c")
+	_, err = Join(short, logr.Discard(), u, Token{Secret: "other", CAHash: tok.CAHash}, pki.Layout{Dir: filepath.Join(dir, "other")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stopped before the server answered")
 	assert.Contains(t, err.Error(), "does not accept the token")
@@ -232,7 +260,7 @@ func TestJoin(t *testing.T) {
 
 	// Malformed settings: named.
 	settingsCA = "not a certificate"
-	_, err = Join(ctx, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")}, "node-d")
+	_, err = Join(ctx, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "kube-system/"+agentSettings+"): "+settingClientCA)
 }

@@ -39,7 +39,16 @@ const (
 	// the cluster DNS address and domain, the current bootstrap token's ID;
 	// the Role and RoleBinding that let it are named so too.
 	agentSettings = "k3s-like-agent"
-	joinManager   = "k3s-like"
+	// agentBootstrap names the Role and RoleBinding that let every
+	// bootstrap token read the agent settings.
+	agentBootstrap = "k3s-like-agent-bootstrap"
+	// bootstrappers is upstream's group of every bootstrap token.
+	bootstrappers = "system:bootstrappers"
+	// nodeClientAutoApprove named, in an older release, the binding that
+	// made the controller-manager approve any bootstrap token's request
+	// for any node's client certificate; publishNodeAccess deletes it.
+	nodeClientAutoApprove = "k3s-like-node-client-autoapprove"
+	joinManager           = "k3s-like"
 )
 
 // The agent settings' keys.
@@ -58,6 +67,10 @@ const (
 type NodeJoin struct {
 	Layout          pki.Layout // the server's PKI: its client CA
 	AdminKubeconfig string
+	// DataDir and NodeName are the server's, and its node's name ("" for
+	// a server without a node): the node's name is claimed for its node
+	// password (NodePasswordFile) before anything else is published.
+	DataDir, NodeName string
 	// The agents' settings: the cluster DNS address and domain, the Pods'
 	// CIDR, the pod network's backend.
 	ClusterDNS, ClusterDomain, ClusterCIDR, FlannelBackend string
@@ -74,13 +87,17 @@ const (
 )
 
 // Add adds the server's node-join component: once the apiserver is
-// ready it publishes, with server-side apply, a random bootstrap token
+// ready it deletes an older release's automatic approval of bootstrap
+// tokens' node client requests, claims the server's node name for its node
+// password (EnsureNodePasswordSecret), then publishes, with server-side
+// apply, a random bootstrap token
 // with an expiry (kube-system/bootstrap-token-ID, see
 // ensureBootstrapToken), the agent settings, which JoinUser (the join
-// credential) may read with that token's Secret, and what lets a
-// bootstrapping kubelet get a node client certificate approved
-// (upstream's ClusterRoles, bound to the token's group; the kubelets' own
-// renewals to system:nodes), and upstream's system:node-proxier role bound
+// credential) may read with that token's Secret and every bootstrap token
+// may read, what lets a bootstrap token ask for a node client certificate
+// (upstream's system:node-bootstrapper; NodeClientApprover alone approves,
+// with the node password; the kubelets' own renewals are approved for
+// system:nodes), and upstream's system:node-proxier role bound
 // to system:nodes, for the nodes' kube-proxy, which uses its kubelet's
 // credential, and the nodes' access to their feature reports
 // (publishReporterAccess). It is ready once published, and publishes
@@ -107,10 +124,36 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// First: no automatic approval left by an older release, and the
+	// server's own name claimed, before any bootstrap token is published.
+	if err := client.RbacV1().ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", nodeClientAutoApprove, err)
+	}
+	if err := j.claimNodeName(ctx, client); err != nil {
+		return err
+	}
 	if err := j.publishJoin(ctx, client, time.Now(), log, string(clientCA)); err != nil {
 		return err
 	}
 	return publishNodeAccess(ctx, client)
+}
+
+// claimNodeName claims the server's node name for its node password
+// (EnsureNodePasswordSecret), so that a stolen agent or bootstrap token
+// cannot get a client certificate in its name.
+func (j NodeJoin) claimNodeName(ctx context.Context, client kubernetes.Interface) error {
+	if j.NodeName == "" {
+		return nil
+	}
+	password, err := EnsureNodePassword(j.DataDir)
+	if err != nil {
+		return err
+	}
+	pub, err := NodePasswordPublicKey(password)
+	if err != nil {
+		return err
+	}
+	return EnsureNodePasswordSecret(ctx, client, j.NodeName, pub)
 }
 
 // publishJoin makes sure of a bootstrap token valid for hours, then lets
@@ -133,11 +176,23 @@ func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, 
 		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("secrets").WithResourceNames(names...).WithVerbs("get")), opts); err != nil {
 		return err
 	}
-	// The join credential's user only: a bootstrapping kubelet (an older
-	// release bound the token's group here) reads nothing.
+	// The join credential's user only: a bootstrap token (an older
+	// release bound the token's group here) does not read the bootstrap
+	// tokens, or a short-lived one would get the long-lived ones.
 	if _, err := rbac.RoleBindings(ns).Apply(ctx, rbacv1ac.RoleBinding(agentSettings, ns).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(agentSettings)).
 		WithSubjects(rbacv1ac.Subject().WithKind("User").WithAPIGroup("rbac.authorization.k8s.io").WithName(JoinUser)), opts); err != nil {
+		return err
+	}
+	// Every bootstrap token reads the settings (an agent that joins with
+	// one made by k3s-like token create).
+	if _, err := rbac.Roles(ns).Apply(ctx, rbacv1ac.Role(agentBootstrap, ns).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("configmaps").WithResourceNames(agentSettings).WithVerbs("get")), opts); err != nil {
+		return err
+	}
+	if _, err := rbac.RoleBindings(ns).Apply(ctx, rbacv1ac.RoleBinding(agentBootstrap, ns).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(agentBootstrap)).
+		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(bootstrappers)), opts); err != nil {
 		return err
 	}
 	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
@@ -227,15 +282,21 @@ func ensureBootstrapToken(ctx context.Context, client kubernetes.Interface, now 
 }
 
 // publishNodeAccess applies what nodes and the server's own clients are
-// allowed: bootstrapping kubelets' certificate requests, renewals,
+// allowed: bootstrap tokens' certificate requests (approved by
+// NodeClientApprover only), renewals,
 // kube-proxy, the kubelets' API, the serving approver, the feature
 // publisher, flannel and the feature reporters.
 func publishNodeAccess(ctx context.Context, client kubernetes.Interface) error {
 	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
 	rbac := client.RbacV1()
+	// A bootstrap token's request for a node's client certificate is
+	// approved by the node-client approver alone, with the node password
+	// (NodeClientApprover), never by the controller-manager.
+	if err := rbac.ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", nodeClientAutoApprove, err)
+	}
 	for name, binding := range map[string][2]string{
-		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrapGroup},
-		"k3s-like-node-client-autoapprove":   {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", bootstrapGroup},
+		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrappers},
 		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
 		// Each node's kube-proxy uses its kubelet's credential.
 		"k3s-like-node-proxier": {"system:node-proxier", "system:nodes"},

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -133,4 +135,70 @@ func TestPublishJoin(t *testing.T) {
 	assert.Equal(t, "User", binding.Subjects[0].Kind)
 	assert.Equal(t, JoinUser, binding.Subjects[0].Name)
 	assert.False(t, strings.HasPrefix(JoinUser, "system:"), "not a reserved name")
+
+	// Every bootstrap token reads the settings, and nothing else.
+	role, err = client.RbacV1().Roles(metav1.NamespaceSystem).Get(ctx, agentBootstrap, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, role.Rules, 1)
+	assert.Equal(t, []string{"configmaps"}, role.Rules[0].Resources)
+	assert.Equal(t, []string{agentSettings}, role.Rules[0].ResourceNames)
+	assert.Equal(t, []string{"get"}, role.Rules[0].Verbs)
+	binding, err = client.RbacV1().RoleBindings(metav1.NamespaceSystem).Get(ctx, agentBootstrap, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, binding.Subjects, 1)
+	assert.Equal(t, "Group", binding.Subjects[0].Kind)
+	assert.Equal(t, "system:bootstrappers", binding.Subjects[0].Name)
+}
+
+// TestPublishNodeAccess: the controller-manager's automatic approval of
+// bootstrap tokens' node client requests, bound by an older release, is
+// deleted; every bootstrap token may ask (the node-client approver
+// decides); nodes renew their own certificates.
+func TestPublishNodeAccess(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: nodeClientAutoApprove},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", Name: bootstrapGroup}}})
+	require.NoError(t, publishNodeAccess(ctx, client))
+	_, err := client.RbacV1().ClusterRoleBindings().Get(ctx, nodeClientAutoApprove, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	list, err := client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, b := range list.Items {
+		assert.NotEqual(t, "system:certificates.k8s.io:certificatesigningrequests:nodeclient", b.RoleRef.Name, b.Name)
+	}
+	b, err := client.RbacV1().ClusterRoleBindings().Get(ctx, "k3s-like-node-bootstrapper", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "system:bootstrappers", b.Subjects[0].Name)
+	require.NoError(t, publishNodeAccess(ctx, client), "again: nothing to delete")
+}
+
+// TestClaimNodeName: the server's node name is claimed for the password
+// in its DATA_DIR (made on first use); a server with another password for
+// that name is refused; a server without a node claims nothing.
+func TestClaimNodeName(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	dir := t.TempDir()
+	j := NodeJoin{DataDir: dir, NodeName: "node-a"}
+	require.NoError(t, j.claimNodeName(ctx, client))
+	password, err := EnsureNodePassword(dir)
+	require.NoError(t, err)
+	pub, err := NodePasswordPublicKey(password)
+	require.NoError(t, err)
+	s, err := client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, NodePasswordSecret("node-a"), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []byte(pub), s.Data[nodePasswordKey])
+	require.NoError(t, j.claimNodeName(ctx, client), "the same server again")
+
+	var pe *NodePasswordError
+	err = NodeJoin{DataDir: t.TempDir(), NodeName: "node-a"}.claimNodeName(ctx, client)
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, err.Error(), "node name node-a is held by another node")
+
+	none := fake.NewClientset()
+	require.NoError(t, NodeJoin{DataDir: t.TempDir()}.claimNodeName(ctx, none))
+	list, err := none.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, list.Items)
 }

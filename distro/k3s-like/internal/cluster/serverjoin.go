@@ -18,7 +18,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components/pki"
@@ -136,12 +135,15 @@ const ServerJoinTimeout = 60 * time.Second
 // with the pinned CA), until ctx ends; a CA the token does not pin is an
 // error at once.
 func FetchServerPKI(ctx context.Context, log logr.Logger, u *url.URL, tok Token, dir string) ([]string, error) {
+	if tok.Kind == AgentToken || tok.Kind == BootstrapToken {
+		return nil, &ServerJoinError{Server: u.String(), Err: fmt.Errorf("the token is an agent's (K10…::%s…): an agent token or a bootstrap token joins agents only; a server joins with the server token of a server's DATA_DIR/token", map[TokenKind]string{AgentToken: "node:", BootstrapToken: "ID.SECRET"}[tok.Kind])}
+	}
 	if tok.CAHash == "" {
 		return nil, errors.New("joining a server needs the full token (K10…::server:…) of a server's DATA_DIR/token, which pins the cluster CA; the token given is a bare secret")
 	}
 	log = log.WithName("server-join")
 	var (
-		ca       []byte
+		client   kubernetes.Interface
 		secret   *corev1.Secret
 		last     string
 		answered time.Time
@@ -157,9 +159,9 @@ func FetchServerPKI(ctx context.Context, log logr.Logger, u *url.URL, tok Token,
 		return false, nil
 	}
 	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		if ca == nil {
+		if client == nil {
 			var err error
-			if ca, err = pinServerCA(ctx, u, tok); err != nil {
+			if client, _, err = pinnedClient(ctx, u, tok, tok.ServerJoinCredential(), "k3s-like-server-join"); err != nil {
 				var pe *caPinError
 				if errors.As(err, &pe) {
 					return false, &ServerJoinError{Server: u.String(), Err: err}
@@ -168,17 +170,10 @@ func FetchServerPKI(ctx context.Context, log logr.Logger, u *url.URL, tok Token,
 			}
 			answered = time.Now()
 		}
-		client, err := kubernetes.NewForConfig(&rest.Config{
-			Host: u.String(), BearerToken: tok.ServerJoinCredential(), UserAgent: "k3s-like-server-join",
-			TLSClientConfig: rest.TLSClientConfig{CAData: ca},
-		})
-		if err != nil {
-			return false, err
-		}
 		s, err := client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, serverBootstrap, metav1.GetOptions{})
 		switch {
 		case apierrors.IsUnauthorized(err):
-			return retry(fmt.Errorf("the server does not accept the token's server join credential (not published yet, or the token's secret is not the cluster's): %w", err))
+			return retry(fmt.Errorf("the server does not accept the token's server join credential (not published yet, the token's secret is not the cluster's server token, or it is an agent token, which cannot join a server): %w", err))
 		case err != nil:
 			return retry(err)
 		case len(s.Data[recordKey]) == 0:

@@ -111,3 +111,19 @@ func TestFetchServerPKI(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, errors.As(err, &je))
 }
+
+// TestFetchServerPKIRefusesAgentTokens: an agent token or a bootstrap
+// token never joins a server: refused at once, before any connection
+// (the URL answers nothing), naming the kind and never the secret.
+func TestFetchServerPKIRefusesAgentTokens(t *testing.T) {
+	u := &url.URL{Scheme: "https", Host: "127.0.0.1:1"}
+	hash := strings.Repeat("ab", 32)
+	for _, tok := range []Token{{Secret: "agent-s3cret", CAHash: hash, Kind: AgentToken}, {Secret: "abcdef.0123456789abcdef", CAHash: hash, Kind: BootstrapToken}} {
+		_, err := FetchServerPKI(t.Context(), logr.Discard(), u, tok, t.TempDir())
+		var je *ServerJoinError
+		require.ErrorAs(t, err, &je, tok.Kind)
+		assert.Contains(t, err.Error(), "joins agents only", tok.Kind)
+		assert.NotContains(t, err.Error(), "s3cret")
+		assert.NotContains(t, err.Error(), "0123456789abcdef")
+	}
+}

@@ -157,8 +157,8 @@ type Config struct {
 	// ProxyAfter are more components kube-proxy starts after (the
 	// server's node-join, which binds its role).
 	ProxyAfter []string
-	// KubeletDefaults are more default kubelet flags (an agent's TLS
-	// bootstrap), which --kubelet-arg may override.
+	// KubeletDefaults are more default kubelet flags (an agent's
+	// certificate rotation), which --kubelet-arg may override.
 	KubeletDefaults []kubeargs.Arg
 	// ServingBootstrap: the kubelet asks the apiserver for its serving
 	// certificate (an agent, which has no kubelet serving CA key).
@@ -177,8 +177,12 @@ func (c Config) newKubelet() *kubelet.Kubelet {
 	return k
 }
 
-// Kubeconfig is the kubelet's kubeconfig (an agent's kubelet writes it).
+// Kubeconfig is the kubelet's kubeconfig (on an agent, written with its
+// client certificate by cluster.NodeClient).
 func (c Config) Kubeconfig() string { return c.Layout.NodeLayout(c.Name).Kubeconfig() }
+
+// KubeletCertDir is the kubelet's --cert-dir: its certificate store.
+func (c Config) KubeletCertDir() string { return filepath.Join(newDirs(c.DataDir).kubeletRoot(), "pki") }
 
 // IP is --node-ip, or the default route's address (loopback without one).
 func (c Config) IP() (net.IP, error) {

@@ -88,6 +88,10 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	}, nil, cluster.NodeJoinName); err != nil {
 		return nil, err
 	}
+	// Bootstrapping nodes' client certificates, for the node password.
+	if err := (cluster.NodeClientApprover{AdminKubeconfig: o.adminKubeconfig()}).Add(h); err != nil {
+		return nil, err
+	}
 	if err := o.clusterComponents(h, cp.db); err != nil {
 		return nil, err
 	}

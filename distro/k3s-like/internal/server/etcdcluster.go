@@ -112,7 +112,7 @@ func (o *options) joinCluster(ctx context.Context, log logr.Logger, db *etcd.Etc
 	if o.etcd.joinURL == nil || etcd.HasMember(datadir.Etcd(o.DataDir)) {
 		return nil
 	}
-	tok, source, found, err := o.ResolveToken(os.Getenv)
+	tok, source, found, err := o.serverToken()
 	if err != nil {
 		return err
 	}

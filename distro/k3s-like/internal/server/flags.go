@@ -53,6 +53,8 @@ type options struct {
 	disable           []string // packaged components not to deploy (package deploy)
 	dnsUpstreams      []string // CoreDNS's forward targets (package deploy)
 	node              node.Options
+	agentToken        string // --agent-token, --agent-token-file (pki.go)
+	agentTokenFile    string
 	etcd              etcdOptions // the embedded etcd as a cluster (etcdcluster.go)
 	// CIS defaults (cis.go)
 	secretsEncryption         bool
@@ -110,6 +112,7 @@ func newCommandWithOptions() (*cobra.Command, *options) {
 	f.StringVar(&o.psaConfigFile, "pod-security-admission-config-file", "", "kube-apiserver's Pod Security admission configuration (RKE2's flag); default DATA_DIR/psa.yaml, written if absent: baseline enforced, kube-system exempt")
 	o.node.AddFlags(f, true)
 	o.addEtcdFlags(f)
+	o.addAgentTokenFlags(f)
 	return cmd, o
 }
 

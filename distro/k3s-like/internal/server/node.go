@@ -50,11 +50,15 @@ func (o *options) prepareNode() error {
 
 // nodeJoin is what the server publishes for agents to join with.
 func (o *options) nodeJoin() cluster.NodeJoin {
-	return cluster.NodeJoin{
-		Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(),
+	j := cluster.NodeJoin{
+		Layout: o.layout(), AdminKubeconfig: o.adminKubeconfig(), DataDir: o.DataDir,
 		ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, ClusterCIDR: o.clusterCIDR,
 		FlannelBackend: o.node.FlannelBackend,
 	}
+	if !o.node.DisableAgent {
+		j.NodeName = o.NodeName
+	}
+	return j
 }
 
 // manifests is the server's manifests component: the packaged ones with

@@ -2,17 +2,13 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/spf13/pflag"
 
 	"github.com/kubeharness/kubeharness/components/controlplane"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/bootstrap"
@@ -32,26 +28,13 @@ func (o *options) ensurePKI(ctx context.Context, log logr.Logger) error {
 		}
 		return o.writeEmbeddedToken(log)
 	}
-	tok, source, found, err := o.ResolveToken(os.Getenv)
+	tok, source, found, err := o.serverToken()
 	if err != nil {
 		return err
 	}
-	tlsInfo := transport.TLSInfo{CertFile: o.datastoreCert, KeyFile: o.datastoreKey, TrustedCAFile: o.datastoreCA}
-	var tlsConfig *tls.Config
-	if o.datastoreCA != "" || o.datastoreCert != "" {
-		var err error
-		if tlsConfig, err = tlsInfo.ClientConfig(); err != nil {
-			return fmt.Errorf("--datastore-cafile/--datastore-certfile/--datastore-keyfile: %w", err)
-		}
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   strings.Split(o.datastoreEndpoint, ","),
-		TLS:         tlsConfig,
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	client, err := bootstrap.Dial(o.datastoreEndpoint, o.datastoreCA, o.datastoreCert, o.datastoreKey)
 	if err != nil {
-		return fmt.Errorf("--datastore-endpoint=%s: %w", o.datastoreEndpoint, err)
+		return err
 	}
 	defer client.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -102,13 +85,50 @@ func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source stri
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", cluster.TokenFile(o.DataDir), err)
 	}
-	if err := cluster.WriteJoinAuthFile(o.DataDir, tok); err != nil {
+	agent, agentSource, found, err := cluster.ResolveAgentToken(o.agentToken, o.agentTokenFile, os.Getenv)
+	if err != nil {
+		return err
+	}
+	agentFull := ""
+	if found {
+		if err := agent.CheckCA(ca); err != nil {
+			return fmt.Errorf("%s: %w", agentSource, err)
+		}
+		if agent.Secret == tok.Secret {
+			return fmt.Errorf("%s: the agent token is the server token: give agents a token of their own, or none (then the server token joins them)", agentSource)
+		}
+		agentFull = agent.Full(ca)
+	}
+	agentChanged, err := cluster.WriteAgentTokenFile(o.DataDir, agentFull)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", cluster.AgentTokenFile(o.DataDir), err)
+	}
+	if err := cluster.WriteJoinAuthFile(o.DataDir, tok, agent); err != nil {
 		return fmt.Errorf("writing %s: %w", cluster.JoinAuthFile(o.DataDir), err)
 	}
 	if changed {
 		log.Info(fmt.Sprintf("The cluster's token (%s) is in %s (0600): give it to the other servers and agents with --token-file", source, cluster.TokenFile(o.DataDir)))
 	}
+	if agentChanged && found {
+		log.Info(fmt.Sprintf("The agent token (%s) is in %s (0600): agents join with it (--token-file), servers never", agentSource, cluster.AgentTokenFile(o.DataDir)))
+	}
 	return nil
+}
+
+// serverToken is ResolveToken's token, refused if it is an agent's: an
+// agent token or a bootstrap token never joins or starts a server.
+func (o *options) serverToken() (tok cluster.Token, source string, found bool, err error) {
+	tok, source, found, err = o.ResolveToken(os.Getenv)
+	if err == nil && found && tok.Kind != "" && tok.Kind != cluster.ServerToken {
+		return cluster.Token{}, source, false, fmt.Errorf("the token (%s) is an agent's (%s): an agent token or a bootstrap token joins agents only; a server needs the server token, a server's DATA_DIR/token", source, tok.Kind)
+	}
+	return tok, source, found, err
+}
+
+// addAgentTokenFlags adds --agent-token and --agent-token-file, k3s's.
+func (o *options) addAgentTokenFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.agentToken, "agent-token", "", "A token that joins agents and never servers (k3s's): a bare secret or K10…::node:SECRET; without one the server token joins agents too. Visible to every local user in the process's arguments: prefer --agent-token-file. Also $K3S_LIKE_AGENT_TOKEN")
+	f.StringVar(&o.agentTokenFile, "agent-token-file", "", "File holding the agent token (see --agent-token); the server writes its full form to DATA_DIR/agent-token (0600) for agents' --token-file. Every server of a cluster needs the same one. Also $K3S_LIKE_AGENT_TOKEN_FILE")
 }
 
 // writeEmbeddedToken writes the cluster's full token to DATA_DIR/token
@@ -117,7 +137,7 @@ func (o *options) writeFullToken(log logr.Logger, tok cluster.Token, source stri
 // checked against the cluster CA when it pins one, or a new secret. It is
 // what an agent joins with.
 func (o *options) writeEmbeddedToken(log logr.Logger) error {
-	tok, source, found, err := o.ResolveToken(os.Getenv)
+	tok, source, found, err := o.serverToken()
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/util/certificate/csr"
 
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
 )
 
 // statusAs returns a GET of the TLS status endpoint at addr, with cert,
@@ -67,10 +68,11 @@ func issueClientCert(t *testing.T, dataDir, name string, groups ...string) tls.C
 	return c
 }
 
-// joinAsNode gets the client certificate of node as a joining agent's
-// kubelet gets it: with the server's bootstrap token, a CSR for system:node:NODE (group system:nodes) to signer
-// kube-apiserver-client-kubelet, which the controller-manager approves and
-// signs with the client CA. No one else approves it.
+// joinAsNode gets the client certificate of node as a joining agent gets
+// it: with the server's bootstrap token, a CSR for system:node:NODE (group
+// system:nodes) to signer kube-apiserver-client-kubelet carrying the proof
+// of a new node password, which the node-client approver approves (the
+// name's first claim) and the controller-manager signs with the client CA.
 func joinAsNode(ctx context.Context, t *testing.T, dataDir, node string) tls.Certificate {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "admin.kubeconfig"))
@@ -94,13 +96,22 @@ func joinAsNode(ctx context.Context, t *testing.T, dataDir, node string) tls.Cer
 	require.NoError(t, err)
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}, key)
 	require.NoError(t, err)
-	name, uid, err := csr.RequestCertificateWithContext(ctx, c, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), "", certificatesv1.KubeAPIServerClientKubeletSignerName, nil,
-		[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, key)
+	request := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	password, err := cluster.NewSecret()
 	require.NoError(t, err)
+	proof, err := cluster.ProveNodePassword(password, node, request)
+	require.NoError(t, err)
+	req, err := c.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-", Annotations: map[string]string{cluster.NodePasswordProofAnnotation: proof}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	name, uid := req.Name, req.UID
 	waitCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	certPEM, err := csr.WaitForCertificate(waitCtx, c, name, uid)
-	require.NoError(t, err, "the controller-manager approves and signs the CSR %s", name)
+	require.NoError(t, err, "the node-client approver approves and the controller-manager signs the CSR %s", name)
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	require.NoError(t, err)
 	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
