@@ -156,7 +156,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := context.Cause(f.closed); err != nil {
 		return nil, err
 	}
-	if f.held != nil {
+	if f.held != nil && !isClosed(f.held) {
+		// Only a request still held fails once the fence stopped: with the
+		// hold open, a select over both would pick the stop half the time,
+		// failing at once a request the stop gives grace (a controller-
+		// manager's build, stopped, would then fail at a constructor that
+		// exits the process on a failed request).
 		select {
 		case <-f.held:
 		case <-req.Context().Done():
@@ -176,6 +181,16 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // bound returns a context of parent's that also ends, with the fence's

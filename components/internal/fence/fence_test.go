@@ -326,3 +326,29 @@ func TestFenceHold(t *testing.T) {
 	assert.ErrorContains(t, err, "kube-scheduler was asked to stop")
 	assert.EqualValues(t, 1, served.Load(), "no held request was sent")
 }
+
+// TestFenceHoldOpenThenStopped: once the hold is open, a request made after
+// the stop is sent and gets its grace, as without a hold — never failed at
+// once (each of many: a select over the open hold and the stop would fail
+// about half of them).
+func TestFenceHoldOpenThenStopped(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+
+	f := New(time.Second, false)
+	open := make(chan struct{})
+	f.Hold(open)
+	close(open)
+	f.MarkStopped("kube-controller-manager", "was asked to stop")
+	cfg := &rest.Config{Host: srv.URL}
+	f.Wrap(cfg)
+	const n = 64
+	for i := range n {
+		require.NoError(t, fencedGet(cfg, "/ok"), "request %d after the stop", i)
+	}
+	assert.EqualValues(t, n, served.Load(), "every request was sent")
+}
