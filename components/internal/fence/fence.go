@@ -52,6 +52,10 @@ type Fence struct {
 	closed  context.Context // ends grace after stopped, if the fence closes; else never
 	close   context.CancelCauseFunc
 	held    <-chan struct{} // requests wait until it is closed; nil: no wait
+	park    <-chan struct{} // while open, a request the stop ended parks (Park); nil: none does
+	parked  chan struct{}   // closed at the first parked request
+	once    sync.Once       // closes parked
+	unpark  chan struct{}   // parked requests return when closed: only tests close it
 }
 
 // New returns a fence whose requests get grace once stopped;
@@ -59,7 +63,7 @@ type Fence struct {
 func New(grace time.Duration, closes bool) *Fence {
 	stopped, stop := context.WithCancelCause(context.Background())
 	closed, closeFn := context.WithCancelCause(context.Background())
-	f := &Fence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn}
+	f := &Fence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn, parked: make(chan struct{}), unpark: make(chan struct{})}
 	if closes {
 		context.AfterFunc(stopped, func() {
 			time.AfterFunc(grace, func() { closeFn(context.Cause(stopped)) })
@@ -74,6 +78,22 @@ func New(grace time.Duration, closes bool) *Fence {
 // the fence stopped, fails with that cause instead of being sent. Call it
 // before any request is made through the fence.
 func (f *Fence) Hold(open <-chan struct{}) { f.held = open }
+
+// Park makes a request that the stop ended — its grace over, no answer —
+// block instead of returning its error, for as long as the process lives,
+// while until is open (nil: never): kube-controller-manager's build of its
+// controllers, two of whose upstream constructors exit the process when a
+// request fails (the pod certificate request cleaner's ClientOrDie and the
+// namespace deleter's discovery: docs/components.md), stopped with the
+// datastore not answering. Parked closes at the first such request; the
+// caller then stops waiting for the code that made it (its goroutine is
+// left blocked). A request answered in time, one the caller's context
+// ended, and one made once until is closed are not parked. Call it before
+// any request is made through the fence.
+func (f *Fence) Park(until <-chan struct{}) { f.park = until }
+
+// Parked returns a channel closed once a request was parked (Park).
+func (f *Fence) Parked() <-chan struct{} { return f.parked }
 
 // Stopped returns a context that ends, with its cause, when the fence was
 // marked stopped.
@@ -173,10 +193,16 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, release := f.bound(req.Context())
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
+		endedByStop := false
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && req.Context().Err() == nil {
 			err = fmt.Errorf("%w (%w)", err, cause)
+			endedByStop = true
 		}
 		release()
+		if endedByStop && f.park != nil && !isClosed(f.park) {
+			f.once.Do(func() { close(f.parked) })
+			<-f.unpark // parked (Park): its caller must not see the error
+		}
 		return nil, err
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}

@@ -352,3 +352,44 @@ func TestFenceHoldOpenThenStopped(t *testing.T) {
 	}
 	assert.EqualValues(t, n, served.Load(), "every request was sent")
 }
+
+// TestFencePark: with Park's gate open, a request the stop ended does not
+// return (its error would reach a constructor that exits the process) and
+// Parked closes; a request that answers in time returns; once the gate is
+// closed, a request the stop ends returns its error. No request parks
+// before the stop.
+func TestFencePark(t *testing.T) {
+	srv := hangingServer(t)
+	f := New(100*time.Millisecond, false)
+	building := make(chan struct{})
+	f.Park(building)
+	cfg := &rest.Config{Host: srv.URL}
+	f.Wrap(cfg)
+	require.NoError(t, fencedGet(cfg, "/ok"))
+
+	hung := make(chan error, 1)
+	go func() { hung <- fencedGet(cfg, "/hang") }()
+	time.Sleep(50 * time.Millisecond)
+	f.MarkStopped("kube-controller-manager", "was asked to stop")
+	select {
+	case <-f.Parked():
+	case err := <-hung:
+		t.Fatalf("the request the stop ended returned (%v) instead of parking", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Parked not closed 5 s after the stop")
+	}
+	select {
+	case err := <-hung:
+		t.Fatalf("the parked request returned: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, fencedGet(cfg, "/ok"), "a request answered in time after the stop")
+
+	close(building)
+	err := fencedGet(cfg, "/hang")
+	require.Error(t, err, "the building is over: a request the stop ends fails")
+	assert.ErrorContains(t, err, "kube-controller-manager was asked to stop")
+
+	close(f.unpark) // only so that the test leaks no goroutine
+	assert.ErrorContains(t, <-hung, "kube-controller-manager was asked to stop")
+}
