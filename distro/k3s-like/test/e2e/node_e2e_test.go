@@ -881,12 +881,15 @@ func exitReport(log string) string {
 }
 
 // whyStopped returns the lines of a k3s-like log that say a component
-// failed (a "Component state" line with an error) or that the run ended
-// with an error (the daemon's "Stopped" line with err=), at most 20.
+// failed (a "Component state" line with an error), that the run ended
+// with an error (the daemon's "Stopped" line with err=) or that upstream
+// code exited the process (klog's Fatal lines, "F" and a date: exit 255),
+// at most 20.
 func whyStopped(log string) string {
 	var keep []string
 	for line := range strings.Lines(log) {
-		if (strings.Contains(line, `"Component state"`) || strings.Contains(line, `"Stopped"`)) && strings.Contains(line, " err=") {
+		fatal := len(line) > 5 && line[0] == 'F' && strings.Trim(line[1:5], "0123456789") == ""
+		if fatal || (strings.Contains(line, `"Component state"`) || strings.Contains(line, `"Stopped"`)) && strings.Contains(line, " err=") {
 			keep = append(keep, strings.TrimRight(line, "\n"))
 		}
 	}
