@@ -33,6 +33,17 @@ func hangingServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// countingServer answers every request at once and counts them.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	served := &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, served
+}
+
 // fencedGet GETs path through a client of cfg.
 func fencedGet(cfg *rest.Config, path string) error {
 	client, err := rest.HTTPClientFor(cfg)
@@ -282,12 +293,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // that cause, and one held when the fence stops fails with the stop's
 // cause — neither reaches the server.
 func TestFenceHold(t *testing.T) {
-	var served atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
+	srv, served := countingServer(t)
 
 	f := New(time.Second, false)
 	open := make(chan struct{})
@@ -332,12 +338,7 @@ func TestFenceHold(t *testing.T) {
 // once (each of many: a select over the open hold and the stop would fail
 // about half of them).
 func TestFenceHoldOpenThenStopped(t *testing.T) {
-	var served atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
+	srv, served := countingServer(t)
 
 	f := New(time.Second, false)
 	open := make(chan struct{})
