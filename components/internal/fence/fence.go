@@ -74,9 +74,10 @@ func New(grace time.Duration, closes bool) *Fence {
 
 // Hold makes every request through the fence wait until open is closed
 // (while its dependency starts: a component started early, see
-// harness.EarlyStarter); a request whose context ends first, or made once
-// the fence stopped, fails with that cause instead of being sent. Call it
-// before any request is made through the fence.
+// harness.EarlyStarter); a request still held when its context ends or
+// the fence stops fails with that cause instead of being sent. Once open
+// is closed, requests are sent and bounded as without a hold, after a stop
+// too. Call it before any request is made through the fence.
 func (f *Fence) Hold(open <-chan struct{}) { f.held = open }
 
 // Park makes a request that the stop ended — its grace over, no answer —
