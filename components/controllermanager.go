@@ -210,11 +210,6 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 	apiServerUp := dependenciesReady(ctx)
 	clients, unfence := m.clientFence(ctx, apiServerUp, m.opts.Authentication, m.opts.Authorization)
 	defer unfence()
-	// Closed once upstream built its controllers (run, below). Until then a
-	// request the stop ends parks instead of failing (fence.Park): two of
-	// upstream's constructors exit the process when theirs fails.
-	var built probe.Readiness
-	clients.Park(built.Done())
 	c, leaseConfig, err := m.config(ctx, clients)
 	// The lease, and so upstream's Run, only once the apiserver is ready,
 	// whatever Config read (--authentication-skip-lookup reads nothing).
@@ -239,6 +234,8 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			// until the process exits. With the datastore answering, the
 			// build's requests answer within the grace and upstream's Run
 			// returns as usual.
+			var built probe.Readiness
+			clients.Park(built.Done()) // Config's requests, before, fail at the stop
 			stopBuilt := built.MarkWhen(context.WithoutCancel(ctx), func(ctx context.Context) error {
 				return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
 			})

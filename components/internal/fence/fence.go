@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -51,11 +52,11 @@ type Fence struct {
 	stop    context.CancelCauseFunc
 	closed  context.Context // ends grace after stopped, if the fence closes; else never
 	close   context.CancelCauseFunc
-	held    <-chan struct{} // requests wait until it is closed; nil: no wait
-	park    <-chan struct{} // while open, a request the stop ended parks (Park); nil: none does
-	parked  chan struct{}   // closed at the first parked request
-	once    sync.Once       // closes parked
-	unpark  chan struct{}   // parked requests return when closed: only tests close it
+	held    <-chan struct{}                 // requests wait until it is closed; nil: no wait
+	park    atomic.Pointer[<-chan struct{}] // while open, a request the stop ended parks (Park); nil: none does
+	parked  chan struct{}                   // closed at the first parked request
+	once    sync.Once                       // closes parked
+	unpark  chan struct{}                   // parked requests return when closed: only tests close it
 }
 
 // New returns a fence whose requests get grace once stopped;
@@ -89,9 +90,11 @@ func (f *Fence) Hold(open <-chan struct{}) { f.held = open }
 // datastore not answering. Parked closes at the first such request; the
 // caller then stops waiting for the code that made it (its goroutine is
 // left blocked). A request answered in time, one the caller's context
-// ended, and one made once until is closed are not parked. Call it before
-// any request is made through the fence.
-func (f *Fence) Park(until <-chan struct{}) { f.park = until }
+// ended, and one the stop ends before Park was called or once until is
+// closed are not parked. It may be called while requests are in flight
+// (the controller-manager calls it as upstream's Run begins, once it
+// leads: before that, its Config's requests must fail at the stop).
+func (f *Fence) Park(until <-chan struct{}) { f.park.Store(&until) }
 
 // Parked returns a channel closed once a request was parked (Park).
 func (f *Fence) Parked() <-chan struct{} { return f.parked }
@@ -200,7 +203,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			endedByStop = true
 		}
 		release()
-		if endedByStop && f.park != nil && !isClosed(f.park) {
+		if until := f.park.Load(); endedByStop && until != nil && !isClosed(*until) {
 			f.once.Do(func() { close(f.parked) })
 			<-f.unpark // parked (Park): its caller must not see the error
 		}
