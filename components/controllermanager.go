@@ -228,14 +228,28 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			// losing a lease, with the datastore gone"). Until then a
 			// lost lease lets the build's requests wait for the datastore
 			// (at most the apiserver's request timeout, as upstream); a
-			// stop (clientFence's StopWhen) does not wait.
+			// stop (clientFence's StopWhen) does not wait: a request of
+			// the build it ends parks (fence.Park), and Run returns
+			// without upstream's, whose goroutine stays blocked there
+			// until the process exits. With the datastore answering, the
+			// build's requests answer within the grace and upstream's Run
+			// returns as usual.
 			var built probe.Readiness
+			clients.Park(built.Done()) // Config's requests, before, fail at the stop
 			stopBuilt := built.MarkWhen(context.WithoutCancel(ctx), func(ctx context.Context) error {
 				return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
 			})
 			defer stopBuilt()
 			defer clients.StopAfter(ctx, ControllerManagerName, built.Done())()
-			return kcmapp.Run(ctx, cc)
+			returned := make(chan error, 1)
+			go func() { returned <- kcmapp.Run(ctx, cc) }()
+			select {
+			case err := <-returned:
+				return err
+			case <-clients.Parked():
+				klog.FromContext(ctx).Info("Stopped while building its controllers, a request of the build unanswered: upstream's build is left blocked on it until the process exits (two of its constructors exit the process when a request fails)")
+				return nil
+			}
 		},
 		// /healthz answers ok (over TLS, pinned to its serving certificate)
 		// and lists the controllers' checks: upstream serves /healthz

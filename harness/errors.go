@@ -13,7 +13,11 @@ import (
 var ErrExited = errors.New("Run returned before the harness asked the component to stop")
 
 // ComponentError says which component failed in which phase. Run returns it
-// (joined with any others) and errors.As extracts it.
+// (joined with any others) and errors.As extracts it. A Run that returned
+// an error once the harness was stopping it, or waiting to (its dependents
+// stop first), is in PhaseStop, as is a stop that overran; one that
+// returned before is in PhaseStart or PhaseRun, even if the stop began
+// meanwhile (a caller that asked for the stop tells the two apart by it).
 type ComponentError struct {
 	Component string
 	Phase     Phase

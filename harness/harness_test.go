@@ -445,3 +445,40 @@ func TestDryRun(t *testing.T) {
 		require.ErrorAs(t, err, &conflict)
 	})
 }
+
+// TestFailureWhileStoppingIsInPhaseStop: a component whose Run returns an
+// error once the harness is stopping, before its own turn (db, whose
+// dependent still stops; a datastore that lost its quorum as the other
+// servers left), failed in phase stop; the same failure before the stop
+// is in phase run. A caller that asked for the stop tells the two apart
+// by it (distro/k3s-like's daemon exits 0 for the first).
+func TestFailureWhileStoppingIsInPhaseStop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before time.Duration // how long after the start the stop is asked for
+		phase  harness.Phase
+	}{
+		{"after the stop began", 19500 * time.Millisecond, harness.PhaseStop},
+		{"before the stop", 25 * time.Second, harness.PhaseRun},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, _ := newHarness(t)
+				j := &journal{}
+				db, app := newFake("db", j), stopper{newFake("app", j)}
+				db.failAfter, db.failErr = 20*time.Second, errors.New("etcdserver: no leader")
+				app.stopDelay = 2 * time.Second // db fails while app stops
+				require.NoError(t, h.Add(db, nil))
+				require.NoError(t, h.Add(app, nil, "db"))
+				stop, _ := runUntil(t, h)
+				time.Sleep(tc.before)
+				err := stop()
+				var ce *harness.ComponentError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, "db", ce.Component)
+				assert.Equal(t, tc.phase, ce.Phase)
+				assert.ErrorContains(t, err, "etcdserver: no leader")
+			})
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -51,7 +52,11 @@ type Fence struct {
 	stop    context.CancelCauseFunc
 	closed  context.Context // ends grace after stopped, if the fence closes; else never
 	close   context.CancelCauseFunc
-	held    <-chan struct{} // requests wait until it is closed; nil: no wait
+	held    <-chan struct{}                 // requests wait until it is closed; nil: no wait
+	park    atomic.Pointer[<-chan struct{}] // while open, a request the stop ended parks (Park); nil: none does
+	parked  chan struct{}                   // closed at the first parked request
+	once    sync.Once                       // closes parked
+	unpark  chan struct{}                   // parked requests return when closed: only tests close it
 }
 
 // New returns a fence whose requests get grace once stopped;
@@ -59,7 +64,7 @@ type Fence struct {
 func New(grace time.Duration, closes bool) *Fence {
 	stopped, stop := context.WithCancelCause(context.Background())
 	closed, closeFn := context.WithCancelCause(context.Background())
-	f := &Fence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn}
+	f := &Fence{grace: grace, stopped: stopped, stop: stop, closed: closed, close: closeFn, parked: make(chan struct{}), unpark: make(chan struct{})}
 	if closes {
 		context.AfterFunc(stopped, func() {
 			time.AfterFunc(grace, func() { closeFn(context.Cause(stopped)) })
@@ -70,10 +75,29 @@ func New(grace time.Duration, closes bool) *Fence {
 
 // Hold makes every request through the fence wait until open is closed
 // (while its dependency starts: a component started early, see
-// harness.EarlyStarter); a request whose context ends first, or made once
-// the fence stopped, fails with that cause instead of being sent. Call it
-// before any request is made through the fence.
+// harness.EarlyStarter); a request still held when its context ends or
+// the fence stops fails with that cause instead of being sent. Once open
+// is closed, requests are sent and bounded as without a hold, after a stop
+// too. Call it before any request is made through the fence.
 func (f *Fence) Hold(open <-chan struct{}) { f.held = open }
+
+// Park makes a request that the stop ended — its grace over, no answer —
+// block instead of returning its error, for as long as the process lives,
+// while until is open (nil: never): kube-controller-manager's build of its
+// controllers, two of whose upstream constructors exit the process when a
+// request fails (the pod certificate request cleaner's ClientOrDie and the
+// namespace deleter's discovery: docs/components.md), stopped with the
+// datastore not answering. Parked closes at the first such request; the
+// caller then stops waiting for the code that made it (its goroutine is
+// left blocked). A request answered in time, one the caller's context
+// ended, and one the stop ends before Park was called or once until is
+// closed are not parked. It may be called while requests are in flight
+// (the controller-manager calls it as upstream's Run begins, once it
+// leads: before that, its Config's requests must fail at the stop).
+func (f *Fence) Park(until <-chan struct{}) { f.park.Store(&until) }
+
+// Parked returns a channel closed once a request was parked (Park).
+func (f *Fence) Parked() <-chan struct{} { return f.parked }
 
 // Stopped returns a context that ends, with its cause, when the fence was
 // marked stopped.
@@ -156,7 +180,12 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := context.Cause(f.closed); err != nil {
 		return nil, err
 	}
-	if f.held != nil {
+	if f.held != nil && !isClosed(f.held) {
+		// Only a request still held fails once the fence stopped: with the
+		// hold open, a select over both would pick the stop half the time,
+		// failing at once a request the stop gives grace (a controller-
+		// manager's build, stopped, would then fail at a constructor that
+		// exits the process on a failed request).
 		select {
 		case <-f.held:
 		case <-req.Context().Done():
@@ -168,14 +197,30 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, release := f.bound(req.Context())
 	resp, err := rt.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
+		endedByStop := false
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil && req.Context().Err() == nil {
 			err = fmt.Errorf("%w (%w)", err, cause)
+			endedByStop = true
 		}
 		release()
+		if until := f.park.Load(); endedByStop && until != nil && !isClosed(*until) {
+			f.once.Do(func() { close(f.parked) })
+			<-f.unpark // parked (Park): its caller must not see the error
+		}
 		return nil, err
 	}
 	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // bound returns a context of parent's that also ends, with the fence's

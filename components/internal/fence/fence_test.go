@@ -33,6 +33,17 @@ func hangingServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// countingServer answers every request at once and counts them.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	served := &atomic.Int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, served
+}
+
 // fencedGet GETs path through a client of cfg.
 func fencedGet(cfg *rest.Config, path string) error {
 	client, err := rest.HTTPClientFor(cfg)
@@ -282,12 +293,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // that cause, and one held when the fence stops fails with the stop's
 // cause — neither reaches the server.
 func TestFenceHold(t *testing.T) {
-	var served atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		_, _ = io.WriteString(w, "ok")
-	}))
-	t.Cleanup(srv.Close)
+	srv, served := countingServer(t)
 
 	f := New(time.Second, false)
 	open := make(chan struct{})
@@ -325,4 +331,66 @@ func TestFenceHold(t *testing.T) {
 	_, err = client.Do(req)
 	assert.ErrorContains(t, err, "kube-scheduler was asked to stop")
 	assert.EqualValues(t, 1, served.Load(), "no held request was sent")
+}
+
+// TestFenceHoldOpenThenStopped: once the hold is open, a request made after
+// the stop is sent and gets its grace, as without a hold — never failed at
+// once (each of many: a select over the open hold and the stop would fail
+// about half of them).
+func TestFenceHoldOpenThenStopped(t *testing.T) {
+	srv, served := countingServer(t)
+
+	f := New(time.Second, false)
+	open := make(chan struct{})
+	f.Hold(open)
+	close(open)
+	f.MarkStopped("kube-controller-manager", "was asked to stop")
+	cfg := &rest.Config{Host: srv.URL}
+	f.Wrap(cfg)
+	const n = 64
+	for i := range n {
+		require.NoError(t, fencedGet(cfg, "/ok"), "request %d after the stop", i)
+	}
+	assert.EqualValues(t, n, served.Load(), "every request was sent")
+}
+
+// TestFencePark: with Park's gate open, a request the stop ended does not
+// return (its error would reach a constructor that exits the process) and
+// Parked closes; a request that answers in time returns; once the gate is
+// closed, a request the stop ends returns its error. No request parks
+// before the stop.
+func TestFencePark(t *testing.T) {
+	srv := hangingServer(t)
+	f := New(100*time.Millisecond, false)
+	building := make(chan struct{})
+	f.Park(building)
+	cfg := &rest.Config{Host: srv.URL}
+	f.Wrap(cfg)
+	require.NoError(t, fencedGet(cfg, "/ok"))
+
+	hung := make(chan error, 1)
+	go func() { hung <- fencedGet(cfg, "/hang") }()
+	time.Sleep(50 * time.Millisecond)
+	f.MarkStopped("kube-controller-manager", "was asked to stop")
+	select {
+	case <-f.Parked():
+	case err := <-hung:
+		t.Fatalf("the request the stop ended returned (%v) instead of parking", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Parked not closed 5 s after the stop")
+	}
+	select {
+	case err := <-hung:
+		t.Fatalf("the parked request returned: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, fencedGet(cfg, "/ok"), "a request answered in time after the stop")
+
+	close(building)
+	err := fencedGet(cfg, "/hang")
+	require.Error(t, err, "the building is over: a request the stop ends fails")
+	assert.ErrorContains(t, err, "kube-controller-manager was asked to stop")
+
+	close(f.unpark) // only so that the test leaks no goroutine
+	assert.ErrorContains(t, <-hung, "kube-controller-manager was asked to stop")
 }

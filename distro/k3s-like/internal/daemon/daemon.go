@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"sync"
@@ -43,7 +44,11 @@ type Daemon struct {
 // component is ready and STOPPING=1 when the stop begins. An error before
 // the barrier passed is returned as it is, one plain line (logging is not
 // configured); a failure after it is logged, and Run returns
-// cli.ExitCode(1).
+// cli.ExitCode(1). A requested stop (ctx ended: a signal) whose only
+// errors are components that failed while stopping (requestedStopOnly:
+// the last server of an embedded etcd cluster, its datastore gone with
+// the others) returns nil, the errors logged; one that abandoned a
+// component (it overran its stop timeout) or panicked does not.
 func (d Daemon) Run(ctx context.Context) error {
 	started := d.Started
 	if started.IsZero() {
@@ -88,6 +93,11 @@ func (d Daemon) Run(ctx context.Context) error {
 	if passed.Load() && d.AfterStop != nil {
 		d.AfterStop(context.WithoutCancel(ctx), log)
 	}
+	if err != nil && passed.Load() && ctx.Err() != nil && requestedStopOnly(err) {
+		log.Error(err, "Components failed while stopping; the stop was asked for and nothing was left running")
+		log.Info("Stopped")
+		return nil
+	}
 	if err != nil {
 		if d.Explain != nil {
 			err = d.Explain(err)
@@ -115,4 +125,28 @@ func (d Daemon) announceReady(ctx context.Context, h *harness.Harness, log logr.
 	if err := systemd.notify("READY=1"); err != nil {
 		log.Error(err, "Telling systemd the process is ready")
 	}
+}
+
+// requestedStopOnly reports whether every error of err (a harness's Run,
+// errors joined) is a component that failed while the harness stopped
+// (a *harness.ComponentError in phase stop) and left nothing behind: no
+// *harness.DeadlineError (a component abandoned, its goroutines still
+// running) and no *harness.PanicError.
+func requestedStopOnly(err error) bool {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var ce *harness.ComponentError
+		if !errors.As(e, &ce) || ce.Phase != harness.PhaseStop {
+			return false
+		}
+		var de *harness.DeadlineError
+		var pe *harness.PanicError
+		if errors.As(e, &de) || errors.As(e, &pe) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }

@@ -167,3 +167,110 @@ func TestPrepareFails(t *testing.T) {
 	assert.EqualError(t, err, "joining: no server")
 	assert.Zero(t, afterStop.Load())
 }
+
+// runFuncHarness is a harness of one component, "one", whose Run is run.
+func runFuncHarness(t *testing.T, stopTimeout time.Duration, run func(ctx context.Context) error) *harness.Harness {
+	t.Helper()
+	target, err := scopingtest.NewTarget(scopingtest.AlphaFeatures("Foo"))
+	require.NoError(t, err)
+	h := &harness.Harness{Target: &target, StopTimeout: stopTimeout}
+	require.NoError(t, h.Add(&harness.Func{
+		ComponentName: "one",
+		FlagsFunc:     func(s *scoping.Scope) error { s.AddFlags(); return nil },
+		RunFunc:       run,
+	}, nil))
+	return h
+}
+
+// runUntilReady runs d, ends its context once every component is ready
+// (the stop an operator asks for with SIGTERM), and returns Run's result.
+func runUntilReady(t *testing.T, d Daemon) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	d.Ready = func(logr.Logger, time.Duration) { close(ready) }
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run(ctx) }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatalf("Run returned before every component was ready: %v", err)
+	}
+	cancel()
+	return <-errc
+}
+
+// TestRequestedStopExitStatus: the exit status of a stop that was asked
+// for. A component that fails while stopping (its datastore lost its
+// quorum as the other servers stopped: "etcdserver: no leader") does not
+// make it fail: Run returns nil. One that fails before the stop was asked
+// for does (exit status 1), and so does one that overran its stop
+// timeout and was abandoned, and one that panicked while stopping.
+func TestRequestedStopExitStatus(t *testing.T) {
+	noLeader := errors.New("etcdserver: no leader")
+	t.Run("a component fails while stopping", func(t *testing.T) {
+		err := runUntilReady(t, Daemon{Prepare: func(context.Context) (*harness.Harness, error) {
+			return runFuncHarness(t, 5*time.Second, func(ctx context.Context) error {
+				<-ctx.Done()
+				return noLeader
+			}), nil
+		}})
+		assert.NoError(t, err)
+	})
+	t.Run("a component failed before the stop", func(t *testing.T) {
+		failed := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() {
+			errc <- Daemon{Prepare: func(context.Context) (*harness.Harness, error) {
+				return runFuncHarness(t, 5*time.Second, func(context.Context) error {
+					defer close(failed)
+					return noLeader
+				}), nil
+			}}.Run(ctx)
+		}()
+		<-failed
+		cancel() // the stop is asked for after the failure
+		assert.Equal(t, cli.ExitCode(1), <-errc)
+	})
+	t.Run("a component abandoned at its stop timeout", func(t *testing.T) {
+		release := make(chan struct{})
+		returned := make(chan struct{})
+		err := runUntilReady(t, Daemon{Prepare: func(context.Context) (*harness.Harness, error) {
+			return runFuncHarness(t, 200*time.Millisecond, func(ctx context.Context) error {
+				defer close(returned)
+				<-ctx.Done()
+				<-release // ignores its stop
+				return noLeader
+			}), nil
+		}})
+		assert.Equal(t, cli.ExitCode(1), err)
+		close(release)
+		<-returned
+	})
+	t.Run("a component panics while stopping", func(t *testing.T) {
+		err := runUntilReady(t, Daemon{Prepare: func(context.Context) (*harness.Harness, error) {
+			return runFuncHarness(t, 5*time.Second, func(ctx context.Context) error {
+				<-ctx.Done()
+				panic("stopping")
+			}), nil
+		}})
+		assert.Equal(t, cli.ExitCode(1), err)
+	})
+}
+
+// TestRequestedStopOnly: only failures in phase stop that abandoned
+// nothing are a requested stop's.
+func TestRequestedStopOnly(t *testing.T) {
+	stop := &harness.ComponentError{Component: "etcd", Phase: harness.PhaseStop, Err: errors.New("no leader")}
+	run := &harness.ComponentError{Component: "etcd", Phase: harness.PhaseRun, Err: errors.New("no leader")}
+	abandoned := &harness.ComponentError{Component: "kube-apiserver", Phase: harness.PhaseStop, Err: &harness.DeadlineError{Component: "kube-apiserver", What: "Run", Timeout: 8 * time.Second, Abandoned: true}}
+	assert.True(t, requestedStopOnly(stop))
+	assert.True(t, requestedStopOnly(errors.Join(stop, stop)))
+	assert.False(t, requestedStopOnly(errors.Join(stop, run)), "a failure before the stop")
+	assert.False(t, requestedStopOnly(errors.Join(stop, abandoned)), "a component abandoned")
+	assert.False(t, requestedStopOnly(&harness.PhaseError{Phase: harness.PhaseStop, Err: errors.New("x")}), "not a component's")
+	assert.False(t, requestedStopOnly(&harness.RecoveryError{Cause: run, Err: stop}), "a recovery that failed")
+}

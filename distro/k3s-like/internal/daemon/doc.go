@@ -11,7 +11,9 @@
 //	    harness.Run returns
 //	    AfterStop, only if the barrier passed (the node's mounts)
 //	    an error before the barrier: returned, one plain line;
-//	    after it: logged, cli.ExitCode(1)
+//	    after it: logged, cli.ExitCode(1) — but a stop that was asked for
+//	    whose only errors are components failing while stopping, nothing
+//	    abandoned: logged, nil (exit 0)
 //
 // The embedded kube-apiserver and the kubelet each send their own early
 // READY=1 through go-systemd, which reads $NOTIFY_SOCKET; the daemon takes

@@ -84,7 +84,7 @@ func (c *haCluster) waitReady(i int, timeout time.Duration) time.Duration {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.exited:
-			c.t.Fatalf("server-%d exited before it was ready: %v\n%s", i, s.exitErr, tail(s.log.String(), 40))
+			c.t.Fatalf("server-%d exited before it was ready: %v\n%s", i, s.exitErr, exitReport(s.log.String()))
 		default:
 		}
 		if strings.Contains(s.log.String(), "kubectl get nodes\" logger=\"k3s-like\"") || strings.Contains(s.log.String(), `"ready in `) {
@@ -699,4 +699,63 @@ func TestHASnapshotRestore(t *testing.T) {
 	out, err = c.servers[2].kubectlErr("get", "configmap", "-n", "precious", "kept", "-o", "jsonpath={.data.k}")
 	require.NoError(t, err, out)
 	assert.Equal(t, "v", out)
+}
+
+// haStopOrders are the six orders in which three servers can be stopped.
+var haStopOrders = [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+
+// TestHAStopEveryServer: a maintenance stop of every server of an embedded
+// etcd cluster, one after another — SIGTERM, then the next once it
+// exited, as TestHASnapshotRestore and an operator do. Each server exits 0
+// within nodeStopBound, the last ones too, although by the time they stop
+// the datastore has lost its quorum: the stop was asked for, and lost
+// quorum during it is no failure. $K3S_LIKE_HA_STOP_ROUNDS clusters
+// (default 1), each formed anew and stopped in the next of the six orders
+// (starting at $K3S_LIKE_HA_STOP_ORDER, default 0); an "HA STOP" line
+// gives each server's exit code and how long its stop took. With
+// $K3S_LIKE_HA_STOP_CPU=N, each server gets N% of one CPU from its
+// SIGTERM on (cpuLimited): a stop on a loaded machine.
+func TestHAStopEveryServer(t *testing.T) {
+	requireNodeHost(t)
+	rounds := envInt(t, "K3S_LIKE_HA_STOP_ROUNDS", 1)
+	first := envInt(t, "K3S_LIKE_HA_STOP_ORDER", 0)
+	cpu := envInt(t, "K3S_LIKE_HA_STOP_CPU", 0)
+	for round := range rounds {
+		order := haStopOrders[(first+round)%len(haStopOrders)]
+		t.Run(fmt.Sprintf("round-%d", round), func(t *testing.T) {
+			c := newHACluster(t, newLAN(t, 3), 3, false)
+			for _, i := range order {
+				s := c.servers[i]
+				if cpu > 0 {
+					cpuLimited(t, s.pid, cpu)
+				}
+				began := time.Now()
+				err := s.stop()
+				took := time.Since(began)
+				code := 0
+				if err != nil {
+					code = s.cmd.ProcessState.ExitCode()
+				}
+				t.Logf("HA STOP round=%d order=%v server-%d exit=%d took=%.1fs cpu=%d%%", round, order, i, code, took.Seconds(), cpu)
+				assert.NoError(t, err, "server-%d (order %v): a requested stop exits 0", i, order)
+				assert.Less(t, took, 20*time.Second, "server-%d (order %v) stops within 20 s of SIGTERM (its components' stop timeouts are 8 s each)", i, order)
+			}
+		})
+	}
+}
+
+// cpuLimited moves process pid into a cgroup (v1 cpu controller) of its
+// own that gives it pct% of one CPU, removed when the test ends (the
+// process must have exited by then).
+func cpuLimited(t *testing.T, pid, pct int) {
+	t.Helper()
+	dir := filepath.Join("/sys/fs/cgroup/cpu", fmt.Sprintf("k3s-like-e2e-cpu-%d-%d", os.Getpid(), pid))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		if err := syscall.Rmdir(dir); err != nil {
+			t.Logf("removing cgroup %s: %v", dir, err)
+		}
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(pct*1000)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644))
 }

@@ -288,7 +288,7 @@ func (s *nodeServer) waitNamedNodeReady(name string, p *nodeServer, timeout time
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.exited:
-			s.t.Fatalf("k3s-like exited: %v", p.exitErr)
+			s.t.Fatalf("k3s-like exited: %v\n%s", p.exitErr, exitReport(p.log.String()))
 		default:
 		}
 		out, err := s.kubectlErr("get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
@@ -317,15 +317,23 @@ func (s *nodeServer) waitFor(want string, timeout time.Duration, args ...string)
 	}
 }
 
-// stop sends SIGTERM and waits for the exit.
+// nodeStopBound is how long stop waits for the exit after SIGTERM.
+const nodeStopBound = 60 * time.Second
+
+// stop sends SIGTERM and waits for the exit: nil for exit 0, else the
+// exit status with why the process says it ended and its log's last
+// lines (exitReport), as the test's failure shows it.
 func (s *nodeServer) stop() error {
 	s.t.Helper()
 	require.NoError(s.t, syscall.Kill(s.pid, syscall.SIGTERM))
 	select {
 	case <-s.exited:
-		return s.exitErr
-	case <-time.After(60 * time.Second):
-		s.t.Fatal("k3s-like did not stop within 60s of SIGTERM")
+		if s.exitErr != nil {
+			return fmt.Errorf("k3s-like (pid %d) after SIGTERM: %w\n%s", s.pid, s.exitErr, exitReport(s.log.String()))
+		}
+		return nil
+	case <-time.After(nodeStopBound):
+		s.t.Fatalf("k3s-like (pid %d) did not stop within %s of SIGTERM\n%s", s.pid, nodeStopBound, exitReport(s.log.String()))
 		return nil
 	}
 }
@@ -864,6 +872,33 @@ func (s *nodeServer) waitFeature(gate, want string, timeout time.Duration) {
 	if !ok {
 		s.t.Fatalf("Feature %s: last %q\nserver log tail:\n%s", gate, got, tail(s.log.String(), 40))
 	}
+}
+
+// exitReport is what a k3s-like log says about the process's end, for a
+// failure message: the lines of components that failed and the daemon's
+// "Stopped" line with its error (whyStopped), then the last 40 lines.
+func exitReport(log string) string {
+	why := whyStopped(log)
+	if why == "" {
+		why = "(no line says why)"
+	}
+	return "why it stopped:\n" + why + "\nits log's last 40 lines:\n" + tail(log, 40)
+}
+
+// whyStopped returns the lines of a k3s-like log that say a component
+// failed (a "Component state" line with an error), that the run ended
+// with an error (the daemon's "Stopped" line with err=) or that upstream
+// code exited the process (klog's Fatal lines, "F" and a date: exit 255),
+// at most 20.
+func whyStopped(log string) string {
+	var keep []string
+	for line := range strings.Lines(log) {
+		fatal := len(line) > 5 && line[0] == 'F' && strings.Trim(line[1:5], "0123456789") == ""
+		if fatal || (strings.Contains(line, `"Component state"`) || strings.Contains(line, `"Stopped"`)) && strings.Contains(line, " err=") {
+			keep = append(keep, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(keep[max(0, len(keep)-20):], "\n")
 }
 
 // tail is the last n lines of s.
