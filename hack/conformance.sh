@@ -185,10 +185,10 @@ set +e
   --kubectl-path="$work/bin/kubectl" --report-dir="$out" > "$out/e2e.log" 2>&1
 code=$?
 set -e
-# The checkout the run was made from, and a focus other than the default.
-repo=$(cd "$(dirname "$0")/.." && pwd)
-rev=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-git -C "$repo" diff --quiet HEAD 2>/dev/null || rev+=+dirty
+# The commit the binary was built from (its --version: the checkout may
+# have moved on during the run), and a focus other than the default.
+rev=$("$K3S_LIKE" --version 2>/dev/null | awk '/kubeharness:/ {print $2; exit}')
+rev=${rev:-unknown}
 meta=(-meta "k3s-like=$rev")
 [ "$FOCUS" = '\[Conformance\]' ] || meta+=(-meta "focus=$FOCUS")
 # The command that repeats this run: the knobs given, not their defaults.
