@@ -117,7 +117,9 @@ func TestReviewNodeClient(t *testing.T) {
 		reason string
 	}{
 		"no proof": {func(c *certificatesv1.CertificateSigningRequest) { delete(c.Annotations, NodePasswordProofAnnotation) }, "did not present its node password"},
-		"garbage proof": {func(c *certificatesv1.CertificateSigningRequest) { c.Annotations[NodePasswordProofAnnotation] = "not-base64!.x" }, "is not base64"},
+		"garbage proof": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Annotations[NodePasswordProofAnnotation] = "not-base64!.x"
+		}, "is not base64"},
 		"proof of another request": {func(c *certificatesv1.CertificateSigningRequest) {
 			c.Annotations[NodePasswordProofAnnotation] = bootstrapCSR(t, "x", "node-b", pw).Annotations[NodePasswordProofAnnotation]
 		}, "signature does not match"},
@@ -126,12 +128,22 @@ func TestReviewNodeClient(t *testing.T) {
 			require.NoError(t, err)
 			c.Annotations[NodePasswordProofAnnotation] = proof
 		}, "signature does not match"},
-		"not PEM":      {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("garbage") }, "not a PEM CERTIFICATE REQUEST"},
-		"bad DER":      {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{1, 2}}) }, "spec.request:"},
-		"not a node":   {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = request(t, "admin", []string{"system:masters"}) }, `CN="admin"`},
-		"extra group":  {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = request(t, "system:node:x", []string{"system:nodes", "system:masters"}) }, "O=[system:nodes system:masters]"},
-		"DNS name":     {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = request(t, "system:node:x", []string{"system:nodes"}, "x") }, "no DNS"},
-		"server usage": {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageServerAuth) }, `usage "server auth"`},
+		"not PEM": {func(c *certificatesv1.CertificateSigningRequest) { c.Spec.Request = []byte("garbage") }, "not a PEM CERTIFICATE REQUEST"},
+		"bad DER": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: []byte{1, 2}})
+		}, "spec.request:"},
+		"not a node": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = request(t, "admin", []string{"system:masters"})
+		}, `CN="admin"`},
+		"extra group": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = request(t, "system:node:x", []string{"system:nodes", "system:masters"})
+		}, "O=[system:nodes system:masters]"},
+		"DNS name": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Request = request(t, "system:node:x", []string{"system:nodes"}, "x")
+		}, "no DNS"},
+		"server usage": {func(c *certificatesv1.CertificateSigningRequest) {
+			c.Spec.Usages = append(c.Spec.Usages, certificatesv1.UsageServerAuth)
+		}, `usage "server auth"`},
 		"no client auth": {func(c *certificatesv1.CertificateSigningRequest) {
 			c.Spec.Usages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature}
 		}, "no client auth"},

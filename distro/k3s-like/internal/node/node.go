@@ -182,7 +182,9 @@ func (c Config) newKubelet() *kubelet.Kubelet {
 func (c Config) Kubeconfig() string { return c.Layout.NodeLayout(c.Name).Kubeconfig() }
 
 // KubeletCertDir is the kubelet's --cert-dir: its certificate store.
-func (c Config) KubeletCertDir() string { return filepath.Join(newDirs(c.DataDir).kubeletRoot(), "pki") }
+func (c Config) KubeletCertDir() string {
+	return filepath.Join(newDirs(c.DataDir).kubeletRoot(), "pki")
+}
 
 // IP is --node-ip, or the default route's address (loopback without one).
 func (c Config) IP() (net.IP, error) {

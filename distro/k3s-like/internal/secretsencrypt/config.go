@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,12 +100,13 @@ func NewKey(provider string, now time.Time) (Key, error) {
 	return Key{Name: provider + "key-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(suffix), Secret: secret}, nil
 }
 
-// Load reads and checks the config at path; a missing file is an error
-// that wraps fs.ErrNotExist, anything else wrong a *ConfigError.
+// Load reads and checks the config at path; a missing file, or a path
+// through a file, is an error that wraps fs.ErrNotExist or ENOTDIR,
+// anything else wrong a *ConfigError.
 func Load(path string) (Config, error) {
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Config{}, err
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return Config{}, err // none there (ENOTDIR: a data dir under a file)
 	}
 	if err != nil {
 		return Config{}, &ConfigError{Path: path, Reason: err.Error()}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
@@ -119,12 +120,15 @@ func (o *options) checkCIS(user []kubeargs.Arg) error {
 	}
 	path := datadir.EncryptionConfig(o.DataDir)
 	_, err := secretsencrypt.Load(path)
+	// A data dir under a file holds no config: the writability check says
+	// what is wrong with it.
+	absent := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && o.secretsEncryption && o.etcd.server != "":
+	case absent && o.secretsEncryption && o.etcd.server != "":
 		// A key of its own would write Secrets the other servers cannot
 		// read (and it could not read theirs).
 		return fmt.Errorf("--secrets-encryption with --server=%s: this server joins a cluster whose Secrets are encrypted with keys it does not have: copy %s (0600) from a server of the cluster first (the config is not shared through the datastore)", o.etcd.server, path)
-	case errors.Is(err, fs.ErrNotExist):
+	case absent:
 		return nil
 	case err != nil:
 		return err

@@ -99,6 +99,13 @@ func TestCISChecks(t *testing.T) {
 	assert.ErrorContains(t, err, "--secrets-encryption with --server=https://192.0.2.1:6443")
 	assert.ErrorContains(t, err, "copy "+datadir.EncryptionConfig(join.DataDir))
 
+	// A data dir under a file: no config there, the data dir's own check
+	// (cli.CheckWritable, later in check) names the problem.
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	_, err = apiserverArgs(t, "--data-dir="+filepath.Join(file, "data"), "--secrets-encryption")
+	assert.NoError(t, err)
+
 	require.NoError(t, os.WriteFile(path, []byte(`{"kind":`), 0o600))
 	_, err = apiserverArgs(t, "--data-dir="+dir, "--secrets-encryption")
 	assert.ErrorContains(t, err, "secrets encryption config "+path)

@@ -65,10 +65,10 @@ func TestAgentToken(t *testing.T) {
 
 	hash := strings.Repeat("0", 64)
 	for content, want := range map[string]string{
-		"server-s3cret":                           "the agent token is the server token",
-		"K10" + hash + "::node:agent-s3cret":      "refusing to trust it",
-		"K10" + hash + "::server:agent-s3cret":    "a server token, not an agent token",
-		"abcdef.0123456789abcdef":                 "a bootstrap token, not an agent token",
+		"server-s3cret":                            "the agent token is the server token",
+		"K10" + hash + "::node:agent-s3cret":       "refusing to trust it",
+		"K10" + hash + "::server:agent-s3cret":     "a server token, not an agent token",
+		"abcdef.0123456789abcdef":                  "a bootstrap token, not an agent token",
 		"K10" + cluster.CAHashOf(ca) + "::rubbish": "neither server:SECRET",
 	} {
 		o.agentTokenFile = write("bad", content)

@@ -63,9 +63,9 @@ func TestNewServerToken(t *testing.T) {
 	for content, want := range map[string]string{
 		cluster.Token{Secret: "s3cret", Kind: cluster.AgentToken}.Full(ca): "a node token, not a server token",
 		"K10" + cluster.CAHashOf(ca) + "::abcdef.0123456789abcdef":         "a bootstrap token, not a server token",
-		"K10" + hash + "::server:s3cret":                                    "refusing to trust it",
-		"K10" + hash + "::junk:s3cret":                                      "neither server:SECRET",
-		"   \n":                                                             "empty",
+		"K10" + hash + "::server:s3cret":                                   "refusing to trust it",
+		"K10" + hash + "::junk:s3cret":                                     "neither server:SECRET",
+		"   \n":                                                            "empty",
 	} {
 		o.newTokenFile = file(content)
 		_, err := o.newServerToken(ca)

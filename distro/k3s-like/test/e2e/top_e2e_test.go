@@ -147,7 +147,7 @@ func TestTopShowsTheBusyComponent(t *testing.T) {
 		} `json:"components"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &status))
-	require.Len(t, status.Components, 9, "etcd, the apiserver, the scheduler, the controller-manager, node-join, the kubelet serving approver, manifests, the feature publisher and summarizer: %s", body)
+	require.Len(t, status.Components, 10, "etcd, the apiserver, the scheduler, the controller-manager, node-join, the kubelet serving and node client approvers, manifests, the feature publisher and summarizer: %s", body)
 	for _, comp := range status.Components {
 		assert.Equal(t, "ready", comp.State, comp.Name)
 		assert.Positive(t, goroutines[comp.Name], "goroutines of %s", comp.Name)
