@@ -101,12 +101,16 @@ func NewKey(provider string, now time.Time) (Key, error) {
 }
 
 // Load reads and checks the config at path; a missing file, or a path
-// through a file, is an error that wraps fs.ErrNotExist or ENOTDIR,
-// anything else wrong a *ConfigError.
+// through a file, is an error that wraps fs.ErrNotExist, anything else
+// wrong a *ConfigError.
 func Load(path string) (Config, error) {
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return Config{}, err // none there (ENOTDIR: a data dir under a file)
+	if errors.Is(err, syscall.ENOTDIR) {
+		// None there either: a data dir under a file.
+		err = fmt.Errorf("%w: %w", err, fs.ErrNotExist)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, err
 	}
 	if err != nil {
 		return Config{}, &ConfigError{Path: path, Reason: err.Error()}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
@@ -120,9 +119,9 @@ func (o *options) checkCIS(user []kubeargs.Arg) error {
 	}
 	path := datadir.EncryptionConfig(o.DataDir)
 	_, err := secretsencrypt.Load(path)
-	// A data dir under a file holds no config: the writability check says
-	// what is wrong with it.
-	absent := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	// A data dir under a file holds no config either (Load): the
+	// writability check says what is wrong with it.
+	absent := errors.Is(err, fs.ErrNotExist)
 	switch {
 	case absent && o.secretsEncryption && o.etcd.server != "":
 		// A key of its own would write Secrets the other servers cannot
