@@ -65,6 +65,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if os.Getenv(imagesEnv) == "" && imagesDir != "" {
+		os.RemoveAll(imagesDir) // built by this process (nodeImages)
+	}
 	os.Exit(code)
 }
 
@@ -157,19 +160,32 @@ func (s *server) start(extra ...string) {
 		s.exitErr = s.cmd.Wait()
 		close(s.exited)
 	}()
+	cmd, exited := s.cmd, s.exited
 	s.t.Cleanup(func() {
 		select {
-		case <-s.exited:
+		case <-exited:
 		default:
-			_ = s.cmd.Process.Kill()
-			<-s.exited
+			if s.node { // a stop unmounts what the node mounted
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(60 * time.Second):
+				}
+			}
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if s.node && cmd.ProcessState.ExitCode() != 0 {
+			if left := sweepNode(s.t, s.dataDir); left.mounts+left.shims > 0 {
+				s.t.Logf("k3s-like exited with %v: removed the %d mounts and %d shims its node left", cmd.ProcessState, left.mounts, left.shims)
+			}
 		}
 		out := s.stderr.String()
 		if s.t.Failed() {
 			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
 			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", testenv.Tail(out, 60))
 		}
-		keepLog(s.t, s.cmd.Process.Pid, out)
+		keepLog(s.t, cmd.Process.Pid, out)
 	})
 }
 
