@@ -191,9 +191,9 @@ bench-features: build
 # make bench-node: the node (issue 31): the time from exec to BENCH_NODE_PODS
 # Pods Running and Ready on k3s-like's in-process node (A: the kubelet and
 # kube-proxy in the server's process, containerd its child) against the
-# same node as processes (B: `server --disable-agent`, `k3s-like
-# containerd` with A's configuration, and the upstream kubelet and
-# kube-proxy built here from the same k8s.io/kubernetes, with the flags A's
+# same node as processes (B: `server --disable-agent`, upstream's
+# containerd with A's configuration, and the upstream kubelet and
+# kube-proxy, each built here from the same module versions, with the flags A's
 # --dry-run prints), RSS, PSS and CPU when they run, A B alternated
 # BENCH_NODE_PAIRS times (bench -node, distro/k3s-like/bench/node.go).
 # Issue 46's footprint in the same pairs, after (the release build, its
@@ -211,15 +211,19 @@ BENCH_NODE_PODS ?= 100
 BENCH_NODE_PAIRS ?= 3
 BENCH_NODE_RUNS ?= A,B,A-before,agent,agent-before
 K3S_LIKE_BEFORE := $(CURDIR)/distro/k3s-like/bench/out/k3s-like-before
+CONTAINERD_MOD := github.com/containerd/containerd/v2
 bench-node: build
 	mkdir -p distro/k3s-like/bench/out
 	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(subst embedhelpers$(comma),,$(BUILD_TAGS)) $(K8S_MODFILE) \
 		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE_BEFORE) ./cmd/k3s-like
 	cd components && $(GO) build $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/distro/k3s-like/bench/out/ \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+	cd distro/k3s-like && v=$$($(GO) list $(K8S_MODFILE) -m -f '{{.Version}}' $(CONTAINERD_MOD)) && \
+		$(GO) build $(BUILD_STRIP) $(K8S_MODFILE) -ldflags "-s -w -X $(CONTAINERD_MOD)/version.Version=$$v -X $(CONTAINERD_MOD)/version.Package=$(CONTAINERD_MOD)" \
+		-o $(CURDIR)/distro/k3s-like/bench/out/containerd $(CONTAINERD_MOD)/cmd/containerd
 	cd images && $(GO) run -trimpath ./cmd/mkimages -go $(GO) -out $(CURDIR)/distro/k3s-like/bench/out/images
 	cd distro/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/distro/k3s-like/bench/out/bench-node ./bench
-	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -k3s-like-before $(K3S_LIKE_BEFORE) -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) -node-runs $(BENCH_NODE_RUNS) \
+	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -k3s-like-before $(K3S_LIKE_BEFORE) -containerd distro/k3s-like/bench/out/containerd -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) -node-runs $(BENCH_NODE_RUNS) \
 		-kubelet distro/k3s-like/bench/out/kubelet -kube-proxy distro/k3s-like/bench/out/kube-proxy -node-images distro/k3s-like/bench/out/images -node-out distro/k3s-like/bench/results/NODE.md
 
 # The core module's own benchmarks.

@@ -70,6 +70,7 @@ import (
 type nodeFlags struct {
 	pods               int    // -node: the benchmark's Pods; 0: not this benchmark
 	kubelet, kubeProxy string // B's upstream binaries
+	containerd         string // B's containerd: upstream's binary; "": `k3s-like containerd`
 	images, out        string // make images' archives; the report
 	before             string // -k3s-like-before: the previous layout's binary; "" none
 	runs               string // -node-runs: the kinds of run of each pair
@@ -82,6 +83,7 @@ func addNodeFlags(n *nodeFlags) {
 	flag.IntVar(&n.pods, "node", 0, "run the node benchmark instead: exec → this many Pods Running on the in-process node (A) against the node as processes (B); the issue's target is 100 (the kubelet's maxPods is 110)")
 	flag.StringVar(&n.kubelet, "kubelet", "distro/k3s-like/bench/out/kubelet", "B's kubelet binary (-node)")
 	flag.StringVar(&n.kubeProxy, "kube-proxy", "distro/k3s-like/bench/out/kube-proxy", "B's kube-proxy binary (-node)")
+	flag.StringVar(&n.containerd, "containerd", "distro/k3s-like/bench/out/containerd", "B's containerd binary (-node): upstream's cmd/containerd at the k3s-like module's containerd version (make bench-node builds it); empty: B runs `k3s-like containerd`, as A does")
 	flag.StringVar(&n.images, "node-images", "distro/k3s-like/bench/out/images", "the directory of make images' archives: pause.tar (-node)")
 	flag.StringVar(&n.out, "node-out", "distro/k3s-like/bench/results/NODE.md", "the node benchmark's report")
 	flag.StringVar(&n.before, "k3s-like-before", "", "the before of the footprint figures (issue 46): k3s-like built without the embedhelpers tag, whose node runs the binary itself as its shim and CNI plugins (-node; make bench-node builds it); empty: no before runs")
@@ -308,6 +310,9 @@ func newNodeBench(c config) (*nodeBench, error) {
 	if c.node.before != "" {
 		need = append(need, c.node.before)
 	}
+	if c.node.containerd != "" {
+		need = append(need, c.node.containerd)
+	}
 	for _, f := range need {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("-node: %w (make bench-node builds it)", err)
@@ -379,6 +384,9 @@ func newNodeBench(c config) (*nodeBench, error) {
 	bins := []string{c.k3sLike, c.node.kubelet, c.node.kubeProxy}
 	if c.node.before != "" {
 		bins = append(bins, c.node.before)
+	}
+	if c.node.containerd != "" {
+		bins = append(bins, c.node.containerd)
 	}
 	for _, bin := range bins {
 		out, err := exec.Command(bin, "--version").CombinedOutput()
@@ -598,7 +606,11 @@ func (b *nodeBench) launch(runCtx context.Context, cancel context.CancelCauseFun
 		if err := st.start("k3s-like server --disable-agent", st.bin, b.serverB...); err != nil {
 			return err
 		}
-		if err := st.start("containerd", st.bin, "containerd", "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml")); err != nil {
+		bin, args := st.bin, []string{"containerd"}
+		if b.c.containerd != "" {
+			bin, args = b.c.containerd, nil
+		}
+		if err := st.start("containerd", bin, append(args, "--config", filepath.Join(b.data, "agent/etc/containerd/config.toml"))...); err != nil {
 			return err
 		}
 		go func() { superviseErr <- b.superviseB(runCtx, st) }()
@@ -1696,8 +1708,8 @@ func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResul
 	fmt.Fprintf(sb, "- binaries: %s\n", strings.Join(b.versions, "; "))
 	fmt.Fprintf(sb, "- A: `k3s-like server` with its node: the kubelet and kube-proxy run as goroutines of the server's process, containerd (`k3s-like containerd`) as its child, the runc shim and the CNI plugins the helper programs embedded in the binary (unpacked into `DATA_DIR/data/HASH/bin`, `DATA_DIR/agent/bin` a link to it). "+
 		"B: the same binary's `server --disable-agent --bind-address=0.0.0.0 --advertise-address=%s` as the control plane (the driver checks, from both `--dry-run`s, that kube-apiserver, kube-scheduler and kube-controller-manager get exactly A's arguments), "+
-		"`k3s-like containerd --config` with the configuration and helper programs A's server wrote (`agent/etc`, `agent/bin` and the `data/HASH/bin` it links to, taken from the first A run; the data dir has the same path in every run, so the files are byte for byte A's), "+
-		"and the upstream `kubelet` and `kube-proxy` built from the same k8s.io/kubernetes, with the arguments A's `server --dry-run --output json` prints for its kubelet and kube-proxy (flags only; the one KubeletConfiguration file, below, is the same file in both).\n", nodeIP)
+		"%s `--config` with the configuration and helper programs A's server wrote (`agent/etc`, `agent/bin` and the `data/HASH/bin` it links to, taken from the first A run; the data dir has the same path in every run, so the files are byte for byte A's), "+
+		"and the upstream `kubelet` and `kube-proxy` built from the same k8s.io/kubernetes, with the arguments A's `server --dry-run --output json` prints for its kubelet and kube-proxy (flags only; the one KubeletConfiguration file, below, is the same file in both).\n", nodeIP, b.containerdB())
 	if b.before != "" {
 		fmt.Fprintf(sb, "- A-before: A with `%s`, the same source built without the `embedhelpers` tag (make bench-node: the release build's flags otherwise): its node runs the binary itself as the shim and the CNI plugins (`agent/bin` a directory of links to it), the previous layout.\n", filepath.Base(b.before))
 	}
@@ -1900,4 +1912,12 @@ func nodeSharedNote(rs []nodeResult, load0 string) string {
 		return fmt.Sprintf("- the machine: other processes used %.2f CPUs on average during the runs (exec → all Running; at most %.2f in one run): not shared to speak of%s.\n", avg, worst, load)
 	}
 	return fmt.Sprintf("- **the machine was shared**: other processes used %.2f of the %d CPUs on average during the runs (exec → all Running), %.2f in the busiest run%s. A and B alternate, so both met it, but not equally (see the other processes' CPU during A's and B's runs at the end): the times are noisier than the memory.\n", avg, runtime.NumCPU(), worst, load)
+}
+
+// containerdB says what B's containerd is, for the report.
+func (b *nodeBench) containerdB() string {
+	if b.c.containerd == "" {
+		return "`k3s-like containerd`"
+	}
+	return "upstream's `containerd` (`" + filepath.Base(b.c.containerd) + "`: its `cmd/containerd`, the same module version and build flags as A's, stripped as A's binary is)"
 }
