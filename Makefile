@@ -39,7 +39,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
+.PHONY: typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core size run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 # make test: what CI runs (.ci/run), one phase after another, with a table
 # of the phases' times at the end (hack/phases.sh; also in
@@ -255,6 +255,15 @@ build:
 	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(BUILD_TAGS) $(K8S_MODFILE) \
 		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE) ./cmd/k3s-like
 	$(if $(K8S_MODFILE),,ln -f $(K3S_LIKE) $(CURDIR)/bin/k3s-like)
+
+# make size: the release binary's size by ELF section, module and package
+# (hack/binsize) in docs/binary-size.md, from the same build with its
+# symbol table (not stripped). Not part of make test.
+size: build
+	@mkdir -p .cache
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(BUILD_TAGS) $(K8S_MODFILE) \
+		-ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/.cache/k3s-like-symbols ./cmd/k3s-like
+	$(GO) run ./hack/binsize -bin .cache/k3s-like-symbols -release $(K3S_LIKE) -top 30 -o docs/binary-size.md
 
 # Generated code of components/apis (deep-copy functions and the Feature
 # CRD YAML), from the Go types' kubebuilder markers; the output is
