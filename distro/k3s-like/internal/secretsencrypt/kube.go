@@ -1,11 +1,9 @@
 package secretsencrypt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // apiserverIdentityLabel marks the kube-apiservers' identity leases in
@@ -90,31 +91,26 @@ func (k KubeCluster) LoadedHashes(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadedHashes(b), nil
+	return loadedHashes(b)
 }
 
 // loadedHashes reads the hash labels of loadedMetric from a Prometheus
 // text exposition.
-func loadedHashes(metrics []byte) []string {
+func loadedHashes(metrics []byte) ([]string, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(metrics))
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver's /metrics: %w", err)
+	}
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(metrics))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, loadedMetric+"{") {
-			continue
-		}
-		labels, _, ok := strings.Cut(strings.TrimPrefix(line, loadedMetric+"{"), "}")
-		if !ok {
-			continue
-		}
-		for label := range strings.SplitSeq(labels, ",") {
-			if v, ok := strings.CutPrefix(label, `hash="`); ok {
-				out = append(out, strings.TrimSuffix(v, `"`))
+	for _, m := range families[loadedMetric].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "hash" {
+				out = append(out, l.GetValue())
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // RewriteSecrets updates every Secret unchanged, a page at a time: the

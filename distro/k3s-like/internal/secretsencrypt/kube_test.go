@@ -28,8 +28,16 @@ apiserver_encryption_config_controller_last_config_info{hash="sha256:cc",apiserv
 apiserver_encryption_config_controller_automatic_reloads_total{apiserver_id_hash="sha256:aa",status="success"} 1
 other{hash="sha256:ee"} 1
 `
-	assert.Equal(t, []string{"sha256:bb", "sha256:cc"}, loadedHashes([]byte(metrics)))
-	assert.Empty(t, loadedHashes(nil))
+	got, err := loadedHashes([]byte(metrics))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"sha256:bb", "sha256:cc"}, got)
+	got, err = loadedHashes(nil)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	// A body that is not the text format (a proxy's error page, a cut
+	// response) is an error, not "no config loaded".
+	_, err = loadedHashes([]byte("apiserver_encryption_config_controller_last_config_info{hash=\"sha256:bb\" 1\n"))
+	assert.ErrorContains(t, err, "/metrics")
 }
 
 // TestAPIServersCountsLiveLeases: identity leases renewed within their
