@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
 )
 
 func TestParseScales(t *testing.T) {
@@ -152,8 +154,10 @@ func TestReportAndCharts(t *testing.T) {
 	prof.profiled, prof.toReady = true, time.Hour
 	prof.componentCPU = map[string]time.Duration{"kube-apiserver": time.Second, "": time.Second / 2}
 	prof.unlabelledCPU = map[string]time.Duration{"runtime: GC mark workers": time.Second / 2}
+	prof.workCPU = map[string]time.Duration{profshare.WorkTLS: 150 * time.Millisecond, profshare.WorkSocket: 150 * time.Millisecond, profshare.WorkGC: time.Second / 2, profshare.WorkOther: 700 * time.Millisecond}
 	withProf, _ := render(config{pairs: 2}, append(slices.Clone(rs), prof), charts, time.Minute, "0.1 0.2 0.3", "`abc`")
-	for _, want := range []string{"A by component", "(unlabelled)", "| runtime: GC mark workers | 0.50 s | 33.3% |", "taken in 1 more run(s) of A"} {
+	for _, want := range []string{"A by component", "(unlabelled)", "| runtime: GC mark workers | 0.50 s | 33.3% |", "taken in 1 more run(s) of A",
+		"| TLS and crypto | 0.15 s | 10.0% |", "| HTTP/2 framing | 0.00 s | 0.0% |", "| **transport (the first four)** | **0.30 s** | **20.0%** |"} {
 		if !strings.Contains(withProf, want) {
 			t.Errorf("the report with a profiled run lacks %q", want)
 		}

@@ -25,13 +25,15 @@ const componentCPUChunk = 2 * time.Second
 // each component used, keyed by the pprof label `component` (package
 // profshare; "" for the unlabelled rest), and that rest by what ran
 // (profshare.Unlabelled: the garbage collector's workers, the rest of
-// the runtime, goroutines started outside the components). The window so covered
+// the runtime, goroutines started outside the components), and every
+// sample's CPU by the kind of work it did (profshare.Work: TLS, HTTP/2,
+// socket I/O, encoding, GC, other). The window so covered
 // ends up to componentCPUChunk after the workload's; profiling's own cost
 // lands in A's figures (the report's A column is the whole process over
 // the workload window, measured apart), which is why the run it profiles
 // is not one of the pairs. A failed profile is an error, not
 // partial figures.
-func startComponentCPU(statusAddr string) (stop func() (components, unlabelled map[string]time.Duration, err error)) {
+func startComponentCPU(statusAddr string) (stop func() (components, unlabelled, work map[string]time.Duration, err error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	type result struct {
 		shares profshare.Shares
@@ -61,11 +63,11 @@ func startComponentCPU(statusAddr string) (stop func() (components, unlabelled m
 		}
 		done <- r
 	}()
-	return func() (map[string]time.Duration, map[string]time.Duration, error) {
+	return func() (map[string]time.Duration, map[string]time.Duration, map[string]time.Duration, error) {
 		cancel()
 		r := <-done
 		if r.err != nil {
-			return nil, nil, fmt.Errorf("A's CPU by component: %w", r.err)
+			return nil, nil, nil, fmt.Errorf("A's CPU by component: %w", r.err)
 		}
 		out := map[string]time.Duration{}
 		for name, d := range r.shares.CPU {
@@ -74,6 +76,6 @@ func startComponentCPU(statusAddr string) (stop func() (components, unlabelled m
 			}
 			out[name] += d
 		}
-		return out, r.shares.Unlabelled, nil
+		return out, r.shares.Unlabelled, r.shares.Work, nil
 	}
 }

@@ -41,11 +41,12 @@ func TestStartComponentCPU(t *testing.T) {
 	defer srv.Close()
 	stop := startComponentCPU(strings.TrimPrefix(srv.URL, "http://"))
 	<-served
-	got, unlabelled, err := stop()
+	got, unlabelled, work, err := stop()
 	require.NoError(t, err)
 	require.Contains(t, got, "kube-apiserver")
 	assert.Equal(t, 3*got[""], got["kube-apiserver"], "3 ms per profile against 1 ms unlabelled")
 	assert.Equal(t, got[""], sum(unlabelled), "the unlabelled split adds up to the unlabelled time")
+	assert.Equal(t, sum(got), sum(work), "the split by kind of work adds up to every sample's time")
 
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "cpu profiling already in use", http.StatusInternalServerError)
@@ -53,6 +54,6 @@ func TestStartComponentCPU(t *testing.T) {
 	defer failing.Close()
 	stop = startComponentCPU(strings.TrimPrefix(failing.URL, "http://"))
 	time.Sleep(50 * time.Millisecond)
-	_, _, err = stop()
+	_, _, _, err = stop()
 	assert.ErrorContains(t, err, "cpu profiling already in use")
 }

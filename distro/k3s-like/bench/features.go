@@ -270,7 +270,7 @@ func measurePhase(ctx context.Context, c kubernetes.Interface, statusAddr string
 		time.Sleep(100 * time.Millisecond)
 	}
 	ph.took = time.Since(start)
-	cpu, _, cerr := stopCPU()
+	cpu, _, _, cerr := stopCPU()
 	if err == nil {
 		err = cerr
 	}

@@ -124,6 +124,7 @@ type result struct {
 	startAt                       map[string]time.Duration // A: startPhases, from exec
 	componentCPU                  map[string]time.Duration // A: the hook's split of the workload's CPU, nil without
 	unlabelledCPU                 map[string]time.Duration // A: componentCPU's unlabelled share, by what ran
+	workCPU                       map[string]time.Duration // A: componentCPU's samples by kind of work (profshare.Work)
 	profiled                      bool                     // an A run under the CPU profiler: not one of the pairs
 	otherCPU                      time.Duration            // CPU of the machine's other processes, exec → every Pod bound
 }
@@ -408,7 +409,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	}
 	pods := watchPods(m.client)
 	defer pods.stop()
-	var splitCPU func() (map[string]time.Duration, map[string]time.Duration, error)
+	var splitCPU func() (components, unlabelled, work map[string]time.Duration, err error)
 	if m.r.kind == "A" && profile {
 		splitCPU = startComponentCPU("127.0.0.1:" + strconv.Itoa(m.p.status))
 	}
@@ -433,7 +434,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	m.r.cpuLoaded = sum(m.r.procCPULoaded)
 	m.r.otherCPU = machineBusy() - (selfCPU() - m.self0) - m.r.cpuLoaded - m.machine0
 	if splitCPU != nil {
-		if m.r.componentCPU, m.r.unlabelledCPU, err = splitCPU(); err != nil {
+		if m.r.componentCPU, m.r.unlabelledCPU, m.r.workCPU, err = splitCPU(); err != nil {
 			return fmt.Errorf("A's CPU per component: %w", err)
 		}
 	}

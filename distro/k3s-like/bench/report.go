@@ -3,7 +3,6 @@ package main
 import (
 	"debug/buildinfo"
 	"fmt"
-	"github.com/kubeharness/kubeharness/components/etcd"
 	"math"
 	"os"
 	"os/exec"
@@ -12,6 +11,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kubeharness/kubeharness/components/etcd"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/profshare"
 )
 
 // figure is one measured quantity of a run, with how the report prints it.
@@ -318,6 +320,26 @@ func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 	for _, k := range ks {
 		fmt.Fprintf(sb, "| %s | %.2f s | %.1f%% |\n", k, get(k), 100*get(k)/aSplitTotal)
 	}
+	renderWorkSplit(sb, s.prof, aSplitTotal)
+}
+
+// renderWorkSplit writes the profiled A runs' CPU by kind of work
+// (profshare.Work), the transport's (TLS, HTTP/2, other HTTP, socket I/O)
+// added up: what in-process connections could spare (issue 47).
+func renderWorkSplit(sb *strings.Builder, prof []result, total float64) {
+	get := func(k string) float64 {
+		return med(values(prof, func(r result) float64 { return r.workCPU[k].Seconds() }))
+	}
+	kinds := []string{profshare.WorkTLS, profshare.WorkHTTP2, profshare.WorkHTTP, profshare.WorkSocket, profshare.WorkEncoding, profshare.WorkGC, profshare.WorkOther}
+	var transport float64
+	for _, k := range kinds[:4] {
+		transport += get(k)
+	}
+	fmt.Fprintf(sb, "\nA's CPU by kind of work, every sample (the innermost frame of its stack that names a kind: crypto/, net/http's HTTP/2, other net/http, socket reads and writes, encoding and decoding, the GC's workers and assists):\n\n| kind of work | A | share of A |\n|---|---|---|\n")
+	for _, k := range kinds {
+		fmt.Fprintf(sb, "| %s | %.2f s | %.1f%% |\n", k, get(k), 100*get(k)/total)
+	}
+	fmt.Fprintf(sb, "| **transport (the first four)** | **%.2f s** | **%.1f%%** |\n", transport, 100*transport/total)
 }
 
 // sharedNote says how much CPU the machine's other processes used during

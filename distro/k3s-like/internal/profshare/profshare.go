@@ -36,6 +36,9 @@ type Shares struct {
 	Goroutines map[string]int64
 	// Unlabelled splits Other's CPU time by what ran (Unlabelled).
 	Unlabelled map[string]time.Duration
+	// Work is the CPU time of every sample, labelled or not, by the kind
+	// of work it did (Work).
+	Work map[string]time.Duration
 }
 
 // AddCPU adds a CPU profile, as /debug/pprof/profile serves it (gzipped
@@ -55,9 +58,13 @@ func (s *Shares) AddCPU(body []byte) error {
 	if s.Unlabelled == nil {
 		s.Unlabelled = map[string]time.Duration{}
 	}
+	if s.Work == nil {
+		s.Work = map[string]time.Duration{}
+	}
 	for _, sample := range p.Sample {
 		c := Component(sample)
 		s.CPU[c] += time.Duration(sample.Value[i])
+		s.Work[Work(sample)] += time.Duration(sample.Value[i])
 		if c == Other {
 			s.Unlabelled[Unlabelled(sample)] += time.Duration(sample.Value[i])
 		}
@@ -185,4 +192,72 @@ func funcPackage(fn string) string {
 		return fn[:slash+1+dot]
 	}
 	return fn
+}
+
+// The kinds of work Work tells apart: what one process could spare its
+// in-process clients (TLS, HTTP/2, socket I/O, encoding) and the GC.
+const (
+	WorkGC       = "garbage collection (mark workers, assists, sweep)"
+	WorkTLS      = "TLS and crypto"
+	WorkHTTP2    = "HTTP/2 framing"
+	WorkHTTP     = "HTTP (net/http, other)"
+	WorkSocket   = "socket reads and writes"
+	WorkEncoding = "encoding and decoding (JSON, protobuf, CBOR)"
+	WorkOther    = "other work"
+)
+
+// workKinds are the kinds by frame: the innermost frame of a sample that
+// one of them names decides its kind.
+var workKinds = []struct {
+	kind     string
+	prefixes []string
+}{
+	{WorkGC, []string{"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runtime.gcDrain", "runtime.bgsweep", "runtime.bgscavenge", "runtime.markroot", "runtime.scanobject", "runtime.greyobject"}},
+	{WorkTLS, []string{"crypto/"}},
+	{WorkSocket, []string{"internal/poll.(*FD).", "net.(*netFD).", "net.(*conn)."}},
+	{WorkHTTP2, []string{"net/http.(*http2", "net/http.http2", "golang.org/x/net/http2."}},
+	{WorkHTTP, []string{"net/http."}},
+	{WorkEncoding, []string{"encoding/json.", "sigs.k8s.io/json", "k8s.io/apimachinery/pkg/runtime/serializer", "k8s.io/apimachinery/pkg/util/json", "google.golang.org/protobuf/", "github.com/gogo/protobuf/", "github.com/fxamacker/cbor/", "go.etcd.io/etcd/api/v3/"}},
+}
+
+// Work says what kind of work a sample did, by the innermost frame of its
+// stack that names one (the GC's workers and assists, TLS, socket I/O,
+// HTTP/2, other net/http, encoding and decoding, else WorkOther); the
+// generated protobuf methods of Kubernetes' API types (Marshal,
+// Unmarshal, Size, …) count as encoding.
+func Work(s *profile.Sample) string {
+	for _, loc := range s.Location { // innermost first
+		for _, line := range loc.Line { // innermost inlined call first
+			if line.Function == nil {
+				continue
+			}
+			name := line.Function.Name
+			for _, k := range workKinds {
+				for _, p := range k.prefixes {
+					if strings.HasPrefix(name, p) {
+						return k.kind
+					}
+				}
+			}
+			if generatedCodec(name) {
+				return WorkEncoding
+			}
+		}
+	}
+	return WorkOther
+}
+
+// generatedCodec reports whether fn is a generated protobuf method of an
+// API type: k8s.io/api/...(*T).Marshal, Unmarshal, MarshalToSizedBuffer,
+// Size, or their helpers (encodeVarintGenerated, sovGenerated, …).
+func generatedCodec(fn string) bool {
+	if !strings.HasPrefix(fn, "k8s.io/api/") && !strings.HasPrefix(fn, "k8s.io/apimachinery/pkg/apis/") {
+		return false
+	}
+	method := fn[strings.LastIndexByte(fn, '.')+1:]
+	switch method {
+	case "Marshal", "Unmarshal", "MarshalTo", "MarshalToSizedBuffer", "Size":
+		return true
+	}
+	return strings.HasPrefix(method, "encodeVarintGenerated") || strings.HasPrefix(method, "sovGenerated") || strings.HasPrefix(method, "skipGenerated")
 }

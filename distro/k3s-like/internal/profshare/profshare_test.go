@@ -98,3 +98,58 @@ func TestUnlabelled(t *testing.T) {
 	assert.Equal(t, map[string]time.Duration{profshare.GCWorkers: 10 * time.Millisecond, "goroutine in net/http": 10 * time.Millisecond}, s.Unlabelled)
 	assert.Equal(t, 10*time.Millisecond, s.CPU["etcd"])
 }
+
+// TestWork: a sample's kind of work is decided by its innermost frame
+// that names one, labelled or not, and AddCPU adds every sample up so.
+func TestWork(t *testing.T) {
+	sample := func(frames ...string) *profile.Sample { // innermost first
+		s := &profile.Sample{Value: []int64{1, 10e6}}
+		for i, f := range frames {
+			s.Location = append(s.Location, &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: &profile.Function{ID: uint64(i + 1), Name: f}}}})
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		frames []string
+		want   string
+	}{
+		{[]string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}, profshare.WorkGC},
+		// An assist inside an allocation inside encoding is the GC's.
+		{[]string{"runtime.gcAssistAlloc", "runtime.mallocgc", "encoding/json.(*decodeState).object"}, profshare.WorkGC},
+		// An allocation inside encoding, without an assist, is encoding's.
+		{[]string{"runtime.mallocgc", "encoding/json.(*decodeState).object", "net/http.HandlerFunc.ServeHTTP"}, profshare.WorkEncoding},
+		{[]string{"crypto/internal/fips140/aes/gcm.seal", "crypto/tls.(*Conn).Write", "net/http.(*http2Framer).WriteData"}, profshare.WorkTLS},
+		{[]string{"internal/runtime/syscall.Syscall6", "syscall.write", "internal/poll.(*FD).Write", "net.(*netFD).Write"}, profshare.WorkSocket},
+		{[]string{"net/http.(*http2Framer).ReadFrame", "net/http.(*http2serverConn).readFrames"}, profshare.WorkHTTP2},
+		{[]string{"golang.org/x/net/http2.(*Framer).ReadFrame"}, profshare.WorkHTTP2},
+		{[]string{"net/http.(*conn).readRequest"}, profshare.WorkHTTP},
+		{[]string{"k8s.io/api/core/v1.(*Pod).MarshalToSizedBuffer", "k8s.io/apimachinery/pkg/runtime.(*Unknown).Marshal"}, profshare.WorkEncoding},
+		{[]string{"k8s.io/api/core/v1.encodeVarintGenerated"}, profshare.WorkEncoding},
+		{[]string{"k8s.io/api/core/v1.(*PodSpec).DeepCopyInto"}, profshare.WorkOther},
+		{[]string{"go.etcd.io/etcd/api/v3/mvccpb.(*KeyValue).Unmarshal"}, profshare.WorkEncoding},
+		{[]string{"k8s.io/kubernetes/pkg/scheduler.(*Scheduler).scheduleOne"}, profshare.WorkOther},
+		{nil, profshare.WorkOther},
+	} {
+		assert.Equal(t, tc.want, profshare.Work(sample(tc.frames...)), "%v", tc.frames)
+	}
+
+	// Through AddCPU: every sample, labelled or not.
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, DurationNanos: int64(time.Second)}
+	tls, gc := sample("crypto/tls.(*Conn).Read"), sample("runtime.gcBgMarkWorker")
+	tls.Label = map[string][]string{"component": {"kube-apiserver"}}
+	p.Sample = []*profile.Sample{tls, gc}
+	for _, smp := range p.Sample {
+		for _, l := range smp.Location {
+			p.Location = append(p.Location, l)
+			p.Function = append(p.Function, l.Line[0].Function)
+		}
+	}
+	for i, l := range p.Location {
+		l.ID, l.Line[0].Function.ID = uint64(i+1), uint64(i+1)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, p.Write(&buf))
+	var s profshare.Shares
+	require.NoError(t, s.AddCPU(buf.Bytes()))
+	assert.Equal(t, map[string]time.Duration{profshare.WorkTLS: 10 * time.Millisecond, profshare.WorkGC: 10 * time.Millisecond}, s.Work)
+}
