@@ -1,4 +1,4 @@
-//go:build !k8s1_36
+//go:build !k8s1_36 && !embedhelpers
 
 package main
 

@@ -1,32 +1,21 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/containerd/plugin"
-	"github.com/containerd/plugin/registry"
-
-	// containerd's built-in plugins, the CRI among them, and the runc
-	// shim's task service: both register into containerd's one plugin
-	// registry at init (see keepPlugins).
-	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/task/plugin"
-	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins"
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cni"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/node"
 )
 
-// The binary is also the node's container runtime, as k3s's is: run as
-// `k3s-like containerd …` it is containerd (the node's Runtime component
-// starts it so, as a child). Its shim and CNI plugins are small programs
-// of their own, embedded by make build (internal/helpers, cmd/cni); a
-// binary built without them (go build ./cmd/k3s-like, for development) is
-// them too: under the name containerd-shim-runc-v2 it is containerd's
-// runc shim, under bridge, host-local, loopback or portmap that CNI
-// plugin, by symlinks to it in the node's bin directory.
+// The binary is also what its node runs, as k3s's is. make build embeds
+// containerd, its runc shim and the CNI plugins as small programs of their
+// own (internal/helpers, cmd/cni). A binary built without them (go build
+// ./cmd/k3s-like, for development) is them itself: `k3s-like containerd …`
+// is containerd, and under the name containerd-shim-runc-v2 the binary is
+// containerd's runc shim (runtime_personality.go); in every build, under
+// bridge, host-local, loopback or portmap it is that CNI plugin, by
+// symlinks to it in the node's bin directory.
 
 // personalityEnv marks a re-executed shim: the shim starts its daemon by
 // running os.Executable() — the binary's real path, not the symlink's name
@@ -37,7 +26,7 @@ const personalityEnv = "K3S_LIKE_PERSONALITY"
 // names the node runs them under (node.ShimName, node.CNIPlugins).
 func personalities() map[string]func() {
 	m := cni.Mains()
-	m[node.ShimName] = shimMain
+	addRuntimePersonalities(m)
 	return m
 }
 
@@ -61,40 +50,4 @@ func runPersonality() bool {
 		return true
 	}
 	return false
-}
-
-// containerdMain is containerd's main, with the shim's plugin left out.
-func containerdMain() {
-	keepPlugins(func(uri string) bool { return uri != shimTaskPlugin })
-	if err := runContainerd(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "containerd:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-// shimMain is the runc shim's main, with only its own plugin.
-func shimMain() {
-	os.Setenv(personalityEnv, node.ShimName)
-	keepPlugins(func(uri string) bool { return uri == shimTaskPlugin })
-	runShim(context.Background())
-	os.Exit(0)
-}
-
-// runcRuntime is the runtime the shim serves.
-const runcRuntime = "io.containerd.runc.v2"
-
-// shimTaskPlugin is the runc shim's task service plugin.
-const shimTaskPlugin = "io.containerd.ttrpc.v1.task"
-
-// keepPlugins keeps in containerd's plugin registry only the plugins keep
-// accepts: containerd's built-ins and the shim's task service all register
-// at init, and a shim initialises every registered plugin (it would try
-// to start containerd's metadata store and CRI, and fail).
-func keepPlugins(keep func(uri string) bool) {
-	regs := registry.Graph(func(r *plugin.Registration) bool { return !keep(r.URI()) })
-	registry.Reset()
-	for i := range regs {
-		registry.Register(&regs[i])
-	}
 }

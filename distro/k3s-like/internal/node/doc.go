@@ -3,12 +3,13 @@
 //
 //	Config.Args    // the kubelet's and kube-proxy's: components/node's defaults,
 //	               // the logging and feature-gate shorthands, --kubelet-arg, --kube-proxy-arg
-//	Config.Add     // containerd (the binary itself, `k3s-like containerd`; unless
-//	               // --container-runtime-endpoint), the kubelet, kube-proxy, the CNI
+//	Config.Add     // containerd (the embedded helper program; built without helpers,
+//	               // `k3s-like containerd`; none with --container-runtime-endpoint),
+//	               // the kubelet, kube-proxy, the CNI
 //	               // configuration writer, the feature reporter
 //	after the barrier: PrepareRuntime
 //	               // containerd's config.toml, the registry mirrors (registries.yaml),
-//	               // the shim and CNI plugins: DATA_DIR/agent/bin, a link to the embedded
+//	               // containerd, the shim and CNI plugins: DATA_DIR/agent/bin, a link to the embedded
 //	               // helpers unpacked into DATA_DIR/data/HASH/bin (internal/helpers), or,
 //	               // built without them, the binary under their names
 //	after the stop: AfterStop

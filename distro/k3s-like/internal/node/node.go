@@ -46,8 +46,10 @@ import (
 const (
 	// ShimName is containerd's runc shim, in the node's bin directory.
 	ShimName = "containerd-shim-runc-v2"
-	// ContainerdCommand is the subcommand the node runs containerd as.
+	// ContainerdCommand is the subcommand a binary without helpers runs
+	// containerd as; ContainerdName the helper program's name.
 	ContainerdCommand = "containerd"
+	ContainerdName    = "containerd"
 )
 
 // CNIPlugins are the CNI plugins' names, in the node's bin directory.
@@ -287,12 +289,12 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 	d := newDirs(c.DataDir)
 	deps := append([]string(nil), c.After...)
 	if c.Options.runtimeEndpoint == "" {
-		self, err := os.Executable()
+		command, err := containerdCommand(d)
 		if err != nil {
 			return err
 		}
 		rt := noderuntime.New(noderuntime.Config{
-			Command: []string{self, ContainerdCommand, "--config", d.containerdConfig()},
+			Command: command,
 			// The shim by name on containerd's PATH too: the bundle of a
 			// container task served by its sandbox's shim records no shim
 			// path, and a containerd started again (after a SIGKILL, or an
@@ -397,11 +399,29 @@ func (c Config) PrepareRuntime() error {
 	return atomicfile.Write(d.containerdConfig(), []byte(containerdConfig(d)), 0o600)
 }
 
+// containerdCommand is how the node runs containerd: the embedded helper
+// program in d.bin (prepareBin unpacks it there before the node starts)
+// or, in a binary built without helpers, the binary itself.
+func containerdCommand(d dirs) ([]string, error) {
+	a, err := helpers.Embedded()
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		return []string{filepath.Join(d.bin, ContainerdName), "--config", d.containerdConfig()}, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return []string{self, ContainerdCommand, "--config", d.containerdConfig()}, nil
+}
+
 // prepareBin makes d.bin (DATA_DIR/agent/bin, the one path containerd's
-// configuration names) hold the shim and the CNI plugins: a link to the
-// embedded helpers, unpacked into DATA_DIR/data/HASH/bin; built without
-// them, a directory of links to this binary, which runs each under its
-// name. The path stays across upgrades: containerd records the shim's path
+// configuration names) hold containerd, the shim and the CNI plugins: a
+// link to the embedded helpers, unpacked into DATA_DIR/data/HASH/bin;
+// built without them, a directory of links to this binary, which runs the
+// shim and each plugin under its name (and containerd as a subcommand). The path stays across upgrades: containerd records the shim's path
 // in each task's bundle, and without it would drop the task of a shim
 // started before.
 func (c Config) prepareBin(d dirs, log logr.Logger) error {
@@ -410,7 +430,7 @@ func (c Config) prepareBin(d dirs, log logr.Logger) error {
 		return err
 	}
 	if a != nil {
-		for _, name := range append([]string{ShimName}, CNIPlugins()...) {
+		for _, name := range append([]string{ContainerdName, ShimName}, CNIPlugins()...) {
 			if !slices.ContainsFunc(a.Files(), func(f helpers.File) bool { return f.Name == name }) {
 				return fmt.Errorf("node: the embedded helpers (%s) lack %s (hack/helpers.sh builds them)", a.Hash(), name)
 			}

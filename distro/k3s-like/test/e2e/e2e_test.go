@@ -160,7 +160,7 @@ func (s *server) start(extra ...string) {
 		s.exitErr = s.cmd.Wait()
 		close(s.exited)
 	}()
-	cmd, exited := s.cmd, s.exited
+	cmd, exited, stderr := s.cmd, s.exited, s.stderr
 	s.t.Cleanup(func() {
 		select {
 		case <-exited:
@@ -180,7 +180,7 @@ func (s *server) start(extra ...string) {
 				s.t.Logf("k3s-like exited with %v: removed the %d mounts and %d shims its node left", cmd.ProcessState, left.mounts, left.shims)
 			}
 		}
-		out := s.stderr.String()
+		out := stderr.String()
 		if s.t.Failed() {
 			s.t.Logf("k3s-like harness and leader-election lines:\n%s", lifecycleLines(out))
 			s.t.Logf("k3s-like stderr (last 60 lines):\n%s", testenv.Tail(out, 60))

@@ -279,6 +279,7 @@ func deleteRunningNode(t *testing.T, s *server) {
 	if err != nil {
 		t.Logf("NODE DELETED: the DELETE's response was cut by the exit: %s", strings.TrimSpace(out))
 	}
+	procs := nodeProcesses(t, s.cmd.Process.Pid, datadir.ContainerdSocket(s.dataDir))
 	code, _ := s.wait(60 * time.Second)
 	assert.Equal(t, 1, code, "the process exits with kube-proxy's exit code")
 	assert.Contains(t, s.stderr.String(), `"Node is being deleted"`)
@@ -289,7 +290,8 @@ func deleteRunningNode(t *testing.T, s *server) {
 	left := sweepNode(t, s.dataDir)
 	t.Logf("NODE DELETED: mounts left by the exit: %d; shims and containers: %d", left.mounts, left.shims)
 	assert.Positive(t, left.mounts, "the exit left the Pods' mounts")
-	assertNoProcess(t, func(c string) bool { return strings.Contains(c, datadir.ContainerdSocket(s.dataDir)) || c == "/pause " })
+	assertNoProcess(t, func(c string) bool { return strings.Contains(c, datadir.ContainerdSocket(s.dataDir)) })
+	assertGone(t, procs)
 }
 
 // nodeLeft is what sweepNode removed.
