@@ -294,7 +294,9 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 // upstream applied copied over. Either way it then replaces the
 // configuration and the client upstream built (Config.Kubeconfig,
 // Config.Client: the only two app.Run builds every other client from) with
-// fenced ones. It also returns an unfenced copy for the lease, whose
+// fenced ones, Config.Client with a burst that covers the controllers'
+// service-account bootstrap (withBootstrapBurst). It also returns an
+// unfenced copy for the lease, whose
 // release after the stop the elector bounds itself.
 func (m *ControllerManager) config(ctx context.Context, clients *fence.Fence) (*kcmconfig.Config, *rest.Config, error) {
 	if m.restConfig != nil {
@@ -321,13 +323,37 @@ func (m *ControllerManager) config(ctx context.Context, clients *fence.Fence) (*
 	rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent)
 	leaseConfig := rest.CopyConfig(kubeconfig)
 	clients.Wrap(kubeconfig)
-	client, err := clientset.NewForConfig(kubeconfig)
+	client, err := clientset.NewForConfig(withBootstrapBurst(kubeconfig, len(kcmapp.KnownControllers())))
 	if err != nil {
 		closeUnserved(c)
 		return nil, nil, fmt.Errorf("kube-controller-manager: a client for its configuration: %w", err)
 	}
 	c.Kubeconfig, c.Client = kubeconfig, client
 	return c, leaseConfig, nil
+}
+
+// saBootstrapRequests is how many requests Config.Client makes per
+// controller while upstream builds them with service-account credentials
+// (clientbuilder's DynamicControllerClientBuilder): get the ServiceAccount,
+// get its namespace, create it; then, for its first token, get it again
+// and create a TokenRequest.
+const saBootstrapRequests = 5
+
+// withBootstrapBurst is a copy of cfg for Config.Client, whose burst also
+// covers the service-account bootstrap of controllers controllers at once:
+// upstream makes those requests one after another through Config.Client
+// while it builds the controllers, so with the default burst (30) and QPS
+// (20) the build waits about 50 ms a request, seconds in all. The QPS
+// stays: later requests (token renewals, the controller-manager's own
+// events) keep the configured rate. cfg, from which every controller's
+// own client is made, is not changed. With no rate limit (QPS ≤ 0) or a
+// RateLimiter of its own, the copy is cfg's.
+func withBootstrapBurst(cfg *rest.Config, controllers int) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	if out.QPS > 0 && out.RateLimiter == nil {
+		out.Burst += saBootstrapRequests * controllers
+	}
+	return out
 }
 
 // closeUnserved closes the secure port and the event broadcaster Config

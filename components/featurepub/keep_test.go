@@ -26,6 +26,7 @@ import (
 // applyServer is a fake dynamic client whose Feature applies merge as the
 // apiserver's do for the publisher's fields: the top-level fields are the
 // applied ones, status.servers is a map by server, the summary is kept;
+// the summarizer's (no status.name) set the summary alone;
 // every write gets a new resourceVersion (the fake's tracker sets none).
 type applyServer struct {
 	*dynamicfake.FakeDynamicClient
@@ -35,7 +36,9 @@ type applyServer struct {
 
 func newApplyServer(t *testing.T) *applyServer {
 	s := &applyServer{FakeDynamicClient: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		featuresv1alpha1.Resource: "FeatureList",
+		featuresv1alpha1.Resource:                  "FeatureList",
+		featuresv1alpha1.NodeFeatureReportResource: "NodeFeatureReportList",
+		featuresv1alpha1.FeatureProfileResource:    "FeatureProfileList",
 	})}
 	s.PrependReactor("patch", "features", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		p := a.(clienttesting.PatchAction)
@@ -47,6 +50,14 @@ func newApplyServer(t *testing.T) *applyServer {
 			return true, nil, apierrors.NewBadRequest(err.Error())
 		}
 		cur, exists := s.get(t, p.GetName())
+		if in.Status.Name == "" { // the summarizer's: its own fields only
+			if !exists {
+				return true, nil, apierrors.NewNotFound(featuresv1alpha1.Resource.GroupResource(), p.GetName())
+			}
+			cur.Status.ClusterEnabled, cur.Status.NodesEnabled, cur.Status.Disagreeing, cur.Status.Nodes, cur.Status.Conditions =
+				in.Status.ClusterEnabled, in.Status.NodesEnabled, in.Status.Disagreeing, in.Status.Nodes, in.Status.Conditions
+			return true, s.put(t, cur, true), nil
+		}
 		if !exists {
 			cur = &featuresv1alpha1.Feature{TypeMeta: in.TypeMeta}
 			cur.Name = p.GetName()

@@ -22,11 +22,17 @@ const latencyMetric = "apiserver_request_duration_seconds"
 var longRunning = map[string]bool{"WATCH": true, "WATCHLIST": true, "CONNECT": true}
 
 // histogram is the cumulative bucket counts of latencyMetric summed over
-// every series but the long-running verbs (upper bound in s → count), and
-// the requests by kind (verb, resource/subresource, component).
+// every series but the long-running verbs (upper bound in s → count), the
+// requests by kind (verb, resource/subresource, component), and each
+// kind's own cumulative buckets.
 type histogram struct {
 	buckets map[float64]float64
 	kinds   map[string]float64
+	byKind  map[string]map[float64]float64
+}
+
+func newHistogram() histogram {
+	return histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}, byKind: map[string]map[float64]float64{}}
 }
 
 var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
@@ -48,7 +54,7 @@ func scrapeLatency(ctx context.Context, c kubernetes.Interface) (histogram, erro
 // parseLatency sums latencyMetric's _bucket series by their le label,
 // leaving out the long-running verbs.
 func parseLatency(body []byte) (histogram, error) {
-	h := histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}}
+	h := newHistogram()
 	prefix := latencyMetric + "_bucket{"
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
@@ -92,17 +98,21 @@ func parseLatency(body []byte) (histogram, error) {
 			return histogram{}, fmt.Errorf("value in %q: %w", line, err)
 		}
 		h.buckets[bound] += v
+		kind := verb + " " + res
+		switch {
+		case sub != "" && res == "": // a non-resource path
+			kind = verb + " " + sub
+		case sub != "":
+			kind += "/" + sub
+		}
+		if comp != "" && comp != "apiserver" {
+			kind += " (" + comp + ")"
+		}
+		if h.byKind[kind] == nil {
+			h.byKind[kind] = map[float64]float64{}
+		}
+		h.byKind[kind][bound] += v
 		if math.IsInf(bound, 1) {
-			kind := verb + " " + res
-			switch {
-			case sub != "" && res == "": // a non-resource path
-				kind = verb + " " + sub
-			case sub != "":
-				kind += "/" + sub
-			}
-			if comp != "" && comp != "apiserver" {
-				kind += " (" + comp + ")"
-			}
 			h.kinds[kind] += v
 		}
 	}
@@ -118,16 +128,71 @@ func parseLatency(body []byte) (histogram, error) {
 // since is the histogram of the requests between before and h (both
 // cumulative counters of the same process).
 func (h histogram) since(before histogram) histogram {
-	d := histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}}
+	d := newHistogram()
 	for le, v := range h.buckets {
 		d.buckets[le] = v - before.buckets[le]
 	}
 	for k, v := range h.kinds {
 		if n := v - before.kinds[k]; n > 0 {
 			d.kinds[k] = n
+			d.byKind[k] = map[float64]float64{}
+			for le, c := range h.byKind[k] {
+				d.byKind[k][le] = c - before.byKind[k][le]
+			}
 		}
 	}
 	return d
+}
+
+// only is the histogram of the kinds in keep alone: their buckets summed.
+func (h histogram) only(keep map[string]bool) histogram {
+	d := newHistogram()
+	for k := range keep {
+		b, ok := h.byKind[k]
+		if !ok {
+			continue
+		}
+		d.kinds[k] = h.kinds[k]
+		d.byKind[k] = b
+		for le, c := range b {
+			d.buckets[le] += c
+		}
+	}
+	return d
+}
+
+// requestMix is the kinds of requests of two sets of runs: both, the kinds
+// each side made in at least one of its runs; onlyA and onlyB, those one
+// side made and the other in none of its runs (sorted).
+func requestMix(a, b []histogram) (both map[string]bool, onlyA, onlyB []string) {
+	made := func(hs []histogram) map[string]bool {
+		m := map[string]bool{}
+		for _, h := range hs {
+			for k, n := range h.kinds {
+				if n > 0 {
+					m[k] = true
+				}
+			}
+		}
+		return m
+	}
+	ma, mb := made(a), made(b)
+	both = map[string]bool{}
+	for k := range ma {
+		if mb[k] {
+			both[k] = true
+		} else {
+			onlyA = append(onlyA, k)
+		}
+	}
+	for k := range mb {
+		if !ma[k] {
+			onlyB = append(onlyB, k)
+		}
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	return both, onlyA, onlyB
 }
 
 // count is the number of requests the histogram holds.

@@ -3,6 +3,7 @@ package main
 import (
 	"debug/buildinfo"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -34,8 +35,44 @@ var figures = []figure{
 	{"CPU workload", "s", func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }},
 	{"CPU total (exec → all bound)", "s", func(r result) float64 { return r.cpuLoaded.Seconds() }},
 	{"workload (first Node → all Pods bound)", "s", func(r result) float64 { return r.workload.Seconds() }},
-	{"apiserver p99 (non-long-running)", "ms", func(r result) float64 { return 1000 * r.p99() }},
+	{p99All, "ms", func(r result) float64 { return 1000 * r.p99() }},
 	{"SIGTERM → exit", "s", func(r result) float64 { return r.stop.Seconds() }},
+}
+
+// The apiserver p99 figures: over every request, and over the request
+// kinds both A and B made (scaleRuns.figures).
+const (
+	p99All  = "apiserver p99 (non-long-running)"
+	p99Same = "apiserver p99 (request kinds both make)"
+)
+
+// mix is the request kinds of the scale's pairs (requestMix of A's and B's
+// workload windows).
+func (s scaleRuns) mix() (both map[string]bool, onlyA, onlyB []string) {
+	lat := func(rs []result) []histogram {
+		out := make([]histogram, len(rs))
+		for i, r := range rs {
+			out[i] = r.latency
+		}
+		return out
+	}
+	return requestMix(lat(s.a), lat(s.b))
+}
+
+// figures are the package's figures with, after the p99 over every
+// request, the p99 over the request kinds both sides of this scale made:
+// the same set of kinds in every run of A and B.
+func (s scaleRuns) figures() []figure {
+	both, _, _ := s.mix()
+	same := figure{p99Same, "ms", func(r result) float64 { return 1000 * r.latency.only(both).quantile(0.99) }}
+	out := make([]figure, 0, len(figures)+1)
+	for _, f := range figures {
+		out = append(out, f)
+		if f.name == p99All {
+			out = append(out, same)
+		}
+	}
+	return out
 }
 
 // figureByName finds one of figures.
@@ -101,7 +138,7 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 		names = append(names, s.scale.String())
 	}
 	fmt.Fprintf(&sb, "- scales: %s; at each, A B alternated × %d. The workload: the Nodes (Ready; no kubelet: the driver renews each Node's Lease in `kube-node-lease` every %s, as a kubelet does, so that the node lifecycle controller never marks one NotReady), then the Deployments, until every Pod is bound.\n", strings.Join(names, "; "), c.pairs, leaseRenew)
-	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver at once, then kube-scheduler and kube-controller-manager once `/readyz` answers, as a supervisor of four processes does best: the controller-manager exits at once (status 1) when its authentication lookup finds no apiserver, and a scheduler started with the apiserver survives but takes its lease a retry period (2 s) later. A's harness starts the scheduler and the controller-manager while the apiserver starts too, holding each of their requests until it is ready. etcd runs with the embedded etcd's election timing in both (`--heartbeat-interval=%d --election-timeout=%d`, package components/etcd).\n", etcd.TickMs, etcd.ElectionMs)
+	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does; the p99 of the request kinds both make, the same over only the kinds of request (verb, resource/subresource) that A and B both made in the window, so that both sides' p99 covers the same requests (each scale lists the mix side by side and what it leaves out). Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver at once, then kube-scheduler and kube-controller-manager once `/readyz` answers, as a supervisor of four processes does best: the controller-manager exits at once (status 1) when its authentication lookup finds no apiserver, and a scheduler started with the apiserver survives but takes its lease a retry period (2 s) later. A's harness starts the scheduler and the controller-manager while the apiserver starts too, holding each of their requests until it is ready. etcd runs with the embedded etcd's election timing in both (`--heartbeat-interval=%d --election-timeout=%d`, package components/etcd).\n", etcd.TickMs, etcd.ElectionMs)
 	fmt.Fprintf(&sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-scales %s -pairs %d` (make bench's BENCH_SCALES, BENCH_PAIRS).\n", c.scalesFlag, c.pairs)
 	if len(c.aEnv) > 0 {
 		fmt.Fprintf(&sb, "- **A's environment adds `%s`** (`-a-env`: a runtime setting a distro may choose, README \"Memory\"); B's processes run with Go's defaults.\n", c.aEnv.String())
@@ -120,12 +157,14 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 		fmt.Fprintf(&sb, " %d Pods |", s.scale.pods())
 	}
 	sb.WriteString("\n|---|" + strings.Repeat("---|", len(scales)) + "\n")
-	for _, f := range figures {
-		fmt.Fprintf(&sb, "| %s |", f.name)
-		for _, s := range scales {
-			fmt.Fprintf(&sb, " %s |", ratio(med(s.pairRatios(f))))
+	if len(scales) > 0 {
+		for i, f := range scales[0].figures() {
+			fmt.Fprintf(&sb, "| %s |", f.name)
+			for _, s := range scales {
+				fmt.Fprintf(&sb, " %s |", ratio(med(s.pairRatios(s.figures()[i]))))
+			}
+			sb.WriteString("\n")
 		}
-		sb.WriteString("\n")
 	}
 
 	for _, s := range scales {
@@ -160,6 +199,7 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 // renderScale writes one scale's section.
 func renderScale(sb *strings.Builder, s scaleRuns) {
 	fmt.Fprintf(sb, "\n## %s\n\n", s.scale)
+	figures := s.figures()
 	fmt.Fprintf(sb, "| figure | A median (min–max) | B median (min–max) | A/B |\n|---|---|---|---|\n")
 	for _, f := range figures {
 		fmt.Fprintf(sb, "| %s | %s | %s | %s |\n", f.name, span(values(s.a, f.get), f.unit), span(values(s.b, f.get), f.unit), ratio(med(s.pairRatios(f))))
@@ -203,38 +243,53 @@ func renderScale(sb *strings.Builder, s scaleRuns) {
 		readyMed, readyMax, met(readyMed <= 0.9 && readyMax <= 1.0), rssLoaded, met(rssLoaded <= 0.85), anonLoaded, met(anonLoaded <= 1.0), cpu, met(cpu <= 0.85))
 }
 
-// renderRequestKinds writes the kinds of apiserver requests in the
-// workload window whose counts differ most between A and B (medians).
+// renderRequestKinds writes the request mix of the workload window side
+// by side, every kind with A's and B's median count, the most made first,
+// and which kinds the p99 of the kinds both make leaves out.
 func renderRequestKinds(sb *strings.Builder, s scaleRuns) {
-	kinds := map[string]bool{}
-	for _, r := range append(slices.Clone(s.a), s.b...) {
-		for k := range r.latency.kinds {
-			kinds[k] = true
-		}
-	}
+	both, onlyA, onlyB := s.mix()
 	type row struct {
 		kind string
 		a, b float64
 	}
 	var rows []row
-	for k := range kinds {
-		get := func(r result) float64 { return r.latency.kinds[k] }
-		rows = append(rows, row{k, med(values(s.a, get)), med(values(s.b, get))})
+	for _, kinds := range [][]string{slices.Collect(maps.Keys(both)), onlyA, onlyB} {
+		for _, k := range kinds {
+			get := func(r result) float64 { return r.latency.kinds[k] }
+			rows = append(rows, row{k, med(values(s.a, get)), med(values(s.b, get))})
+		}
+	}
+	if len(rows) == 0 {
+		return
 	}
 	sort.Slice(rows, func(i, j int) bool {
-		di, dj := math.Abs(rows[i].a-rows[i].b), math.Abs(rows[j].a-rows[j].b)
-		if di != dj {
-			return di > dj
+		if si, sj := rows[i].a+rows[i].b, rows[j].a+rows[j].b; si != sj {
+			return si > sj
 		}
 		return rows[i].kind < rows[j].kind
 	})
-	rows = rows[:min(len(rows), 8)]
-	if len(rows) == 0 || math.Abs(rows[0].a-rows[0].b) < 1 {
-		return
+	side := func(k string) string {
+		switch {
+		case slices.Contains(onlyA, k):
+			return "A only"
+		case slices.Contains(onlyB, k):
+			return "B only"
+		}
+		return ""
 	}
-	fmt.Fprintf(sb, "\nThe request kinds whose counts differ most (verb, resource/subresource; medians):\n\n| request | A | B |\n|---|---|---|\n")
+	sum := func(runs []result, kinds []string) float64 {
+		return med(values(runs, func(r result) float64 {
+			n := 0.0
+			for _, k := range kinds {
+				n += r.latency.kinds[k]
+			}
+			return n
+		}))
+	}
+	fmt.Fprintf(sb, "\nThe request mix in the workload window, side by side (verb, resource/subresource; medians of the runs). %s = the p99 over the kinds both A and B made (in at least one run each), the same kinds on both sides; it leaves out %d kinds only A made (%.0f requests, median), %d only B made (%.0f):\n\n| request | A | B | |\n|---|---|---|---|\n",
+		p99Same, len(onlyA), sum(s.a, onlyA), len(onlyB), sum(s.b, onlyB))
 	for _, r := range rows {
-		fmt.Fprintf(sb, "| `%s` | %.0f | %.0f |\n", r.kind, r.a, r.b)
+		fmt.Fprintf(sb, "| `%s` | %.0f | %.0f | %s |\n", r.kind, r.a, r.b, side(r.kind))
 	}
 }
 

@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestPublicationFitsTheBurst: node-join's publication, the first (with
+// the server's node name claimed) and a later one, makes no more requests
+// than its client's burst, so that the first start is never throttled;
+// the client keeps client-go's QPS.
+func TestPublicationFitsTheBurst(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	j := NodeJoin{DataDir: t.TempDir(), NodeName: "node-a", ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local",
+		ClusterCIDR: "10.42.0.0/16", FlannelBackend: "vxlan"}
+	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA"))
+	first := len(client.Actions())
+	t.Logf("the first publication: %d requests", first)
+	assert.Greater(t, first, 10, "more than client-go's default burst: the reason for publishBurst")
+	assert.LessOrEqual(t, first, publishBurst, "the first publication")
+	client.ClearActions()
+	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA"))
+	assert.LessOrEqual(t, len(client.Actions()), publishBurst, "a later publication")
+
+	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600))
+	cfg, err := NodeJoin{AdminKubeconfig: kubeconfig}.clientConfig()
+	require.NoError(t, err)
+	assert.Equal(t, publishBurst, cfg.Burst)
+	assert.Zero(t, cfg.QPS, "client-go's default QPS")
+	assert.Equal(t, "k3s-like-node-join", cfg.UserAgent)
+}
