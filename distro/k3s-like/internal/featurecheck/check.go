@@ -128,6 +128,10 @@ type Result struct {
 	NoNode bool
 }
 
+// OK reports whether the object is served and nothing it needs is
+// enabled or declared in some places only: String's "ok".
+func (r Result) OK() bool { return r.Served && r.Partial == "" && r.Declared == "" }
+
 func (r Result) String() string {
 	id := r.APIVersion + " " + r.Kind
 	if r.Name != "" {

@@ -87,18 +87,22 @@ func TestCheckNamesTheNodesThatCanRunIt(t *testing.T) {
 	assert.Equal(t, "PARTIAL  v1 Pod restart-all: served, but "+want, res[0].String())
 	assert.Equal(t, "PARTIAL  apps/v1 Deployment web: served, but "+want, res[1].String())
 	assert.Equal(t, "ok       v1 Pod plain", res[2].String())
+	assert.False(t, res[0].OK(), "features check exits 1")
+	assert.True(t, res[2].OK())
 
 	// Every node declares it: ok.
 	nodes.Items[0].Features = []string{restartAll}
 	res, err = Check(podDiscovery(), nil, nodes, objs)
 	require.NoError(t, err)
 	assert.Equal(t, "ok       v1 Pod restart-all", res[0].String())
+	assert.True(t, res[0].OK())
 
 	// None does (where the kubelets run NodeDeclaredFeatures off, say).
 	nodes.Items[0].Features, nodes.Items[1].Features = nil, nil
 	res, err = Check(podDiscovery(), nil, nodes, objs)
 	require.NoError(t, err)
 	assert.True(t, res[0].NoNode)
+	assert.False(t, res[0].OK())
 	assert.Equal(t, "MISSING  v1 Pod restart-all: served, but needs declared feature "+restartAll+", which no node declares (0 of 2 nodes)", res[0].String())
 }
 

@@ -121,7 +121,7 @@ func runFeaturesCheck(ctx context.Context, stdin io.Reader, stdout io.Writer, fi
 	ok := true
 	for _, r := range results {
 		fmt.Fprintln(stdout, r)
-		ok = ok && r.Served && r.Partial == ""
+		ok = ok && r.OK()
 	}
 	if !ok {
 		return errNotServed
