@@ -134,20 +134,22 @@ test-all-minors: rehearsal test-components-minors test-example-minors
 # make test-next: the next Kubernetes minor before its release
 # (K8S_NEXT_MINOR, the newest of K8S_NEXT_MINORS: 1.38 at k8s.io/kubernetes
 # v1.38.0-beta.0, components/go.k8s-1.38.mod), built with the Go its
-# modfiles name (go1.27.4) and the build tag k8s1_38. Phases, each run
-# even when one before failed (hack/phases.sh, KEEP_GOING): next-core, the
-# core module under -race at that minor's component-base, apiserver and
-# apimachinery, and a consumer on it (hack/test-minors.sh, MINORS); next-modfiles,
-# the minor's modfiles as hack/minor-modfile.sh makes them; next-typecheck,
-# the components, the distro and the conformance module type-checked;
-# next-components, the components' vet and tests, every package that
-# builds; next-example, the distro's vet and unit tests, bin/k3s-like-1.38
-# and the e2e suite (as test-example). Each phase's output in
-# .cache/next/PHASE.log, the table in .cache/next/phases.txt; the results,
-# each failure with the upstream change behind it, in docs/next-1.38.md.
-# Not part of make test. Measured: TIMES_NEXT.
+# modfiles name (their toolchain line, go1.27.3: GOTOOLCHAIN) and the build
+# tag k8s1_38. Phases, each run even when one before failed
+# (hack/phases.sh, KEEP_GOING): next-core, the core module under -race at
+# that minor's component-base, apiserver and apimachinery, and a consumer
+# on it (hack/test-minors.sh, MINORS); next-modfiles, the minor's modfiles
+# as hack/minor-modfile.sh makes them; next-typecheck, the components, the
+# distro and the conformance module type-checked; next-components, the
+# components' vet and tests, every package that builds; next-example, the
+# distro's vet and unit tests, bin/k3s-like-1.38 and the e2e tests of
+# NEXT_E2E (those that start no Pod, and one node test). Each phase's
+# output in .cache/next/PHASE.log, the table in .cache/next/phases.txt;
+# the results, each failure with the upstream change behind it, in
+# docs/next-1.38.md. Not part of make test.
 K8S_NEXT_MINOR ?= $(lastword $(K8S_NEXT_MINORS))
 NEXT_PHASES := next-core next-modfiles next-typecheck next-components next-example
+NEXT_E2E ?= TestVersion|TestFeaturesCommandErrors|TestConflictFailsBeforeAnythingListens|TestBadInputOneClearLine|TestDryRunPrintsThePlanAndTouchesNothing|TestFeatureDiscovery|TestPerComponentFeatureGates|TestKubectl|TestStatusEndpoints|TestAgentJoins
 test-next:
 	$(if $(K8S_NEXT_MINOR),,$(error no next minor: hack/minor-modfile.sh makes one newer than $(K8S_DEFAULT_MINOR)))
 	@mkdir -p .cache/next
@@ -160,13 +162,13 @@ next-modfiles:
 next-typecheck:
 	@$(MAKE) --no-print-directory TYPECHECK_MINORS=$(K8S_MINOR) typecheck-minors
 next-components:
-	cd components && { $(GO) vet $(K8S_FLAGS) ./...; v=$$?; \
-		$(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...; exit $$(( v | $$? )); }
+	cd components && { $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./...; v=$$?; \
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...; exit $$(( v | $$? )); }
 next-example:
-	(cd distro/k3s-like && { $(GO) vet $(K8S_FLAGS) ./...; v=$$?; \
-		$(GO) test $(K8S_FLAGS) -count=1 $$($(GO) list $(K8S_FLAGS) -e ./... | grep -v /test/e2e$$); exit $$(( v | $$? )); }); u=$$?; \
+	(cd distro/k3s-like && { $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./...; v=$$?; \
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 $$($(GO) list $(K8S_FLAGS) -e ./... | grep -v /test/e2e$$); exit $$(( v | $$? )); }); u=$$?; \
 		$(MAKE) --no-print-directory build && (cd distro/k3s-like && $(E2E_LOCK) env K3S_LIKE_BINARY=$(K3S_LIKE) \
-		$(GO) test $(K8S_FLAGS) -count=1 -timeout 30m -skip '^($(FAULT_TESTS))$$' ./test/e2e); exit $$(( u | $$? ))
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^($(NEXT_E2E))$$' ./test/e2e); exit $$(( u | $$? ))
 
 # KEP-4330's upgrade and rollback with the real binaries on one data dir
 # (distro/k3s-like, TestUpgradeRehearsal): each older minor's binary, then

@@ -2,7 +2,7 @@ module github.com/kubeharness/kubeharness/conformance
 
 go 1.27.0
 
-toolchain go1.27.4
+toolchain go1.27.3
 
 require (
 	github.com/kubeharness/kubeharness/components v0.0.0
@@ -227,6 +227,7 @@ replace (
 	github.com/go-jose/go-jose/v4 => github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.2
 	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.2
+	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
 	github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.29.2
 	github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.29.2
 	github.com/go-openapi/swag/jsonutils/fixtures_test => github.com/go-openapi/swag/jsonutils/fixtures_test v0.29.2
@@ -252,6 +253,7 @@ replace (
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.7.3
+	go.etcd.io/etcd/etcdutl/v3 => go.etcd.io/etcd/etcdutl/v3 v3.7.3
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.7.3
 	go.opentelemetry.io/contrib/detectors/gcp => go.opentelemetry.io/contrib/detectors/gcp v1.45.0

@@ -3,7 +3,7 @@
 # minor's go.mod files (components/go.mod pins the default minor):
 #
 #   hack/minor-modfile.sh 1.36.3 3.6.8 2.2.9   # k8s.io/kubernetes version, the etcd version it requires, the containerd version k3s-like runs with it
-#   hack/minor-modfile.sh 1.38.0-beta.0 3.7.3 2.4.2 go1.27.4   # a minor newer than the default, whose modules need a newer Go
+#   hack/minor-modfile.sh 1.38.0-beta.0 3.7.3 2.4.2 go1.27.3   # a minor newer than the default, whose modules need a newer Go
 #   hack/minor-modfile.sh --check        # every committed minor up to the default, versions read from its modfile
 #   hack/minor-modfile.sh --check 1.38   # the minors named
 #

@@ -2,7 +2,7 @@ module github.com/kubeharness/kubeharness/distro/k3s-like
 
 go 1.27.0
 
-toolchain go1.27.4
+toolchain go1.27.3
 
 require (
 	github.com/containerd/containerd/v2 v2.4.2
@@ -13,13 +13,16 @@ require (
 	github.com/coreos/go-iptables v0.8.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
+	github.com/klauspost/compress v1.20.1
 	github.com/kubeharness/kubeharness v0.0.0
 	github.com/kubeharness/kubeharness/components v0.0.0
 	github.com/mattn/go-shellwords v1.0.13
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/vishvananda/netlink v1.3.1
+	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/goleak v1.3.0
@@ -35,6 +38,7 @@ require (
 	k8s.io/cli-runtime v0.38.0-beta.0
 	k8s.io/client-go v0.38.0-beta.0
 	k8s.io/component-base v0.38.0-beta.0
+	k8s.io/component-helpers v0.38.0-beta.0
 	k8s.io/cri-api v0.38.0-beta.0
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubectl v0.0.0
@@ -64,6 +68,7 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/alexflint/go-filemutex v1.3.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
+	github.com/avast/retry-go/v4 v4.7.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
@@ -109,6 +114,7 @@ require (
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/camelcase v1.0.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
+	github.com/flannel-io/flannel v0.28.4 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/go-errors/errors v1.5.1 // indirect
@@ -141,7 +147,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/intel/goresctrl v0.13.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
-	github.com/klauspost/compress v1.20.1 // indirect
 	github.com/knqyf263/go-plugin v0.9.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
@@ -180,7 +185,6 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.73.1 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/safchain/ethtool v0.6.2 // indirect
 	github.com/sasha-s/go-deadlock v0.3.5 // indirect
@@ -197,7 +201,7 @@ require (
 	github.com/xiang90/probing v0.0.0-20221125231312-a49e3df8f510 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
+	go.etcd.io/etcd/etcdutl/v3 v3.7.0 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/server/v3 v3.7.3 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
@@ -237,7 +241,6 @@ require (
 	k8s.io/apiextensions-api v0.38.0-beta.0 // indirect
 	k8s.io/cloud-provider v0.38.0-beta.0 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-helpers v0.38.0-beta.0 // indirect
 	k8s.io/controller-manager v0.38.0-beta.0 // indirect
 	k8s.io/cri-client v0.37.0 // indirect
 	k8s.io/cri-streaming v0.37.0 // indirect
@@ -282,7 +285,6 @@ replace (
 	github.com/containerd/ttrpc => github.com/containerd/ttrpc v1.2.10
 	github.com/coredns/caddy => github.com/coredns/caddy v1.1.4
 	github.com/coredns/corefile-migration => github.com/coredns/corefile-migration v1.0.36
-	github.com/cpuguy83/go-md2man/v2 => github.com/cpuguy83/go-md2man/v2 v2.0.6
 	github.com/emicklei/go-restful/v3 => github.com/emicklei/go-restful/v3 v3.14.0
 	github.com/envoyproxy/go-control-plane/envoy => github.com/envoyproxy/go-control-plane/envoy v1.39.1-0.20260819172001-e6e3fd93e4be
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
@@ -290,6 +292,7 @@ replace (
 	github.com/go-jose/go-jose/v4 => github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v1.0.2
 	github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v1.0.2
+	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
 	github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.29.2
 	github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.29.2
 	github.com/go-openapi/swag/jsonutils/fixtures_test => github.com/go-openapi/swag/jsonutils/fixtures_test v0.29.2
@@ -315,6 +318,7 @@ replace (
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.7.3
+	go.etcd.io/etcd/etcdutl/v3 => go.etcd.io/etcd/etcdutl/v3 v3.7.3
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.7.3
 	go.opentelemetry.io/contrib/detectors/gcp => go.opentelemetry.io/contrib/detectors/gcp v1.45.0
