@@ -104,11 +104,9 @@ test-minors:
 # Type-checks, from source and without compiling, the modules that pin
 # k8s.io/kubernetes at every other minor, with its build tag and modfile
 # (hack/typecheck): that minor's files still compile.
-# TYPECHECK_MINORS: which (make test-next: the next minor).
 TYPECHECK := $(GO) run -C $(CURDIR)/hack/typecheck .
-TYPECHECK_MINORS ?= $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS))
 typecheck-minors:
-	@for m in $(TYPECHECK_MINORS); do \
+	@for m in $(filter-out $(K8S_DEFAULT_MINOR),$(K8S_MINORS)); do \
 		for d in components distro/k3s-like conformance; do \
 			$(TYPECHECK) -C $(CURDIR)/$$d -tags k8s$$(echo $$m | tr . _) -modfile go.k8s-$$m.mod ./... || exit 1; \
 		done; \
@@ -140,7 +138,8 @@ test-all-minors: rehearsal test-components-minors test-example-minors
 # that minor's component-base, apiserver and apimachinery, and a consumer
 # on it (hack/test-minors.sh, MINORS); next-modfiles, the minor's modfiles
 # as hack/minor-modfile.sh makes them; next-typecheck, the components, the
-# distro and the conformance module type-checked; next-components, the
+# distro and the conformance module type-checked, each even when one
+# before failed; next-components, the
 # components' vet and tests, every package that builds; next-example, the
 # distro's vet and unit tests, bin/k3s-like-1.38 and the e2e tests of
 # NEXT_E2E (those that start no Pod, and one node test). Each phase's
@@ -160,7 +159,9 @@ next-core:
 next-modfiles:
 	bash hack/minor-modfile.sh --check $(K8S_MINOR)
 next-typecheck:
-	@$(MAKE) --no-print-directory TYPECHECK_MINORS=$(K8S_MINOR) typecheck-minors
+	@s=0; for d in components distro/k3s-like conformance; do \
+		$(TYPECHECK) -C $(CURDIR)/$$d -tags $(K8S_TAG) -modfile go.k8s-$(K8S_MINOR).mod ./... || s=1; \
+	done; exit $$s
 next-components:
 	cd components && { $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./...; v=$$?; \
 		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...; exit $$(( v | $$? )); }
