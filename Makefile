@@ -12,10 +12,16 @@ FUZZTIME ?= 30s
 # built with the build tag k8s1_NN. K8S_MINOR chooses (make build
 # K8S_MINOR=1.36). Binaries and tests built from it get its version stamped
 # in (built from the module, it would report v0.0.0-master and emulate
-# nothing right).
+# nothing right). A modfile of a minor newer than the default is the next
+# minor, a pre-release (K8S_NEXT_MINORS): not one of K8S_MINORS, tried by
+# make test-next only. A minor whose modfile has a toolchain line (1.38
+# needs go 1.27) is built with that Go (GOTOOLCHAIN, fetched from the
+# module proxy), whatever the target.
 K8S_DEFAULT_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' components/go.mod)
 K8S_DEFAULT_MINOR := $(subst v,,$(basename $(K8S_DEFAULT_VERSION)))
-K8S_MINORS := $(K8S_DEFAULT_MINOR) $(patsubst components/go.k8s-%.mod,%,$(filter-out %.check.mod,$(wildcard components/go.k8s-*.mod)))
+K8S_OTHER_MINORS := $(patsubst components/go.k8s-%.mod,%,$(filter-out %.check.mod,$(wildcard components/go.k8s-*.mod)))
+K8S_NEXT_MINORS := $(shell for m in $(K8S_OTHER_MINORS); do [ $${m/*./} -le $(subst 1.,,$(K8S_DEFAULT_MINOR)) ] || echo $$m; done)
+K8S_MINORS := $(K8S_DEFAULT_MINOR) $(filter-out $(K8S_NEXT_MINORS),$(K8S_OTHER_MINORS))
 K8S_MINOR ?= $(K8S_DEFAULT_MINOR)
 ifeq ($(K8S_MINOR),$(K8S_DEFAULT_MINOR))
 K8S_MODFILE :=
@@ -23,11 +29,15 @@ K8S_TAG :=
 K8S_VERSION := $(K8S_DEFAULT_VERSION)
 else
 ifeq ($(wildcard components/go.k8s-$(K8S_MINOR).mod),)
-$(error K8S_MINOR=$(K8S_MINOR): no components/go.k8s-$(K8S_MINOR).mod; the minors are $(K8S_MINORS) (hack/minor-modfile.sh adds one))
+$(error K8S_MINOR=$(K8S_MINOR): no components/go.k8s-$(K8S_MINOR).mod; the minors are $(K8S_MINORS), the next $(K8S_NEXT_MINORS) (hack/minor-modfile.sh adds one))
 endif
 K8S_MODFILE := -modfile=go.k8s-$(K8S_MINOR).mod
 K8S_TAG := k8s$(subst .,_,$(K8S_MINOR))
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" { print $$2; exit }' components/go.k8s-$(K8S_MINOR).mod)
+K8S_TOOLCHAIN := $(shell awk '$$1 == "toolchain" { print $$2; exit }' components/go.k8s-$(K8S_MINOR).mod)
+ifneq ($(K8S_TOOLCHAIN),)
+export GOTOOLCHAIN := $(K8S_TOOLCHAIN)
+endif
 endif
 K8S_TAGS := $(if $(K8S_TAG),-tags $(K8S_TAG))
 K8S_FLAGS := $(K8S_TAGS) $(K8S_MODFILE)
@@ -39,7 +49,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core size run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
+.PHONY: test-next next-core next-modfiles next-typecheck next-components next-example typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core size run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 # make test: what CI runs (.ci/run), one phase after another, with a table
 # of the phases' times at the end (hack/phases.sh; also in
@@ -118,6 +128,48 @@ test-example-minors:
 	done
 
 test-all-minors: rehearsal test-components-minors test-example-minors
+
+# make test-next: the next Kubernetes minor before its release
+# (K8S_NEXT_MINOR, the newest of K8S_NEXT_MINORS: 1.38 at k8s.io/kubernetes
+# v1.38.0-beta.0, components/go.k8s-1.38.mod), built with the Go its
+# modfiles name (their toolchain line, go1.27.3: GOTOOLCHAIN) and the build
+# tag k8s1_38. Phases, each run even when one before failed
+# (hack/phases.sh, KEEP_GOING): next-core, the core module under -race at
+# that minor's component-base, apiserver and apimachinery, and a consumer
+# on it (hack/test-minors.sh, MINORS); next-modfiles, the minor's modfiles
+# as hack/minor-modfile.sh makes them; next-typecheck, the components, the
+# distro and the conformance module type-checked, each even when one
+# before failed; next-components, the
+# components' vet and tests, every package that builds; next-example, the
+# distro's vet and unit tests, bin/k3s-like-1.38 and the e2e tests of
+# NEXT_E2E (those that start no Pod, and one node test). Each phase's
+# output in .cache/next/PHASE.log, the table in .cache/next/phases.txt;
+# the results, each failure with the upstream change behind it, in
+# docs/next-1.38.md. Not part of make test.
+K8S_NEXT_MINOR ?= $(lastword $(K8S_NEXT_MINORS))
+NEXT_PHASES := next-core next-modfiles next-typecheck next-components next-example
+NEXT_E2E ?= TestVersion|TestFeaturesCommandErrors|TestConflictFailsBeforeAnythingListens|TestBadInputOneClearLine|TestDryRunPrintsThePlanAndTouchesNothing|TestFeatureDiscovery|TestPerComponentFeatureGates|TestKubectl|TestStatusEndpoints|TestAgentJoins
+test-next:
+	$(if $(K8S_NEXT_MINOR),,$(error no next minor: hack/minor-modfile.sh makes one newer than $(K8S_DEFAULT_MINOR)))
+	@mkdir -p .cache/next
+	@K8S_MINOR=$(K8S_NEXT_MINOR) MAKE="$(MAKE)" KEEP_GOING=1 PHASES_LOGS=.cache/next PHASES_TABLE=.cache/next/phases.txt \
+		bash hack/phases.sh $(NEXT_PHASES)
+next-core:
+	MINORS=$(shell awk '$$1 == "k8s.io/component-base" { print $$2; exit }' components/go.k8s-$(K8S_MINOR).mod) bash hack/test-minors.sh
+next-modfiles:
+	bash hack/minor-modfile.sh --check $(K8S_MINOR)
+next-typecheck:
+	@s=0; for d in components distro/k3s-like conformance; do \
+		$(TYPECHECK) -C $(CURDIR)/$$d -tags $(K8S_TAG) -modfile go.k8s-$(K8S_MINOR).mod ./... || s=1; \
+	done; exit $$s
+next-components:
+	cd components && { $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./...; v=$$?; \
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -ldflags "$(K8S_LDFLAGS)" ./...; exit $$(( v | $$? )); }
+next-example:
+	(cd distro/k3s-like && { $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./...; v=$$?; \
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 $$($(GO) list $(K8S_FLAGS) -e ./... | grep -v /test/e2e$$); exit $$(( v | $$? )); }); u=$$?; \
+		$(MAKE) --no-print-directory build && (cd distro/k3s-like && $(E2E_LOCK) env K3S_LIKE_BINARY=$(K3S_LIKE) \
+		$(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m -v -run '^($(NEXT_E2E))$$' ./test/e2e); exit $$(( u | $$? ))
 
 # KEP-4330's upgrade and rollback with the real binaries on one data dir
 # (distro/k3s-like, TestUpgradeRehearsal): each older minor's binary, then
@@ -314,9 +366,11 @@ test-components:
 # The reference binary's end-to-end tests: they build bin/k3s-like-$(K8S_MINOR)
 # and run it as real child processes; the datastore fault scenarios
 # (FAULT_TESTS, about five minutes) are faults-short and faults, the cluster
-# network with host-gw (CLUSTER_TESTS) test-cluster.
+# network with host-gw (CLUSTER_TESTS) test-cluster. E2E_LOCK prefixes the
+# run of the suites that start kubelets, for hosts where several checkouts
+# share the node's ports and cgroups (flock /PATH/e2e.lock).
 test-example: build
-	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
+	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && $(E2E_LOCK) env K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
 		-skip '^($(FAULT_TESTS)|$(CLUSTER_TESTS))$$' ./...
 
 # make test-cluster: the pod network between machines with flannel's

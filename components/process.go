@@ -31,7 +31,7 @@ import (
 // here.
 func AfterBarrier(_ *scoping.Plan) error {
 	rest.SetDefaultWarningHandler(rest.NoWarnings{})
-	utilfeature.DefaultMutableFeatureGate.AddMetrics()
+	addFeatureMetrics(utilfeature.DefaultMutableFeatureGate)
 	apiservercompat.DefaultComponentGlobalsRegistry.AddMetrics()
 	return nil
 }

@@ -3,7 +3,16 @@
 # minor's go.mod files (components/go.mod pins the default minor):
 #
 #   hack/minor-modfile.sh 1.36.3 3.6.8 2.2.9   # k8s.io/kubernetes version, the etcd version it requires, the containerd version k3s-like runs with it
-#   hack/minor-modfile.sh --check        # every committed minor, versions read from its modfile
+#   hack/minor-modfile.sh 1.38.0-beta.0 3.7.3 2.4.2 go1.27.3   # a minor newer than the default, whose modules need a newer Go
+#   hack/minor-modfile.sh --check        # every committed minor up to the default, versions read from its modfile
+#   hack/minor-modfile.sh --check 1.38   # the minors named
+#
+# A minor may be older than the default (a supported one) or newer (the next
+# one, make test-next). The fourth argument, TOOLCHAIN, is for a minor whose
+# modules require a Go newer than ours (1.38 requires go 1.27.0): every go
+# command of that minor runs with GOTOOLCHAIN=TOOLCHAIN (fetched from the
+# module proxy as golang.org/toolchain), and the modfiles get a `toolchain`
+# line, which the Makefile reads to do the same.
 #
 # (At 1.36 the etcd modules come out at v3.6.10, not 3.6.8: flannel v0.28.4,
 # in components/flannel, requires that; --check reads it back from the
@@ -40,17 +49,20 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fmt='{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}'
 
-# generate K8S ETCD CONTAINERD SUFFIX: writes the modfiles of K8S's minor
-# with SUFFIX before .mod (empty for the committed ones). CONTAINERD is the
-# github.com/containerd/containerd/v2 version of k3s-like's node at that
-# minor (one whose dependencies the minor's kubelet shares).
+# generate K8S ETCD CONTAINERD SUFFIX [TOOLCHAIN]: writes the modfiles of
+# K8S's minor with SUFFIX before .mod (empty for the committed ones).
+# CONTAINERD is the github.com/containerd/containerd/v2 version of
+# k3s-like's node at that minor (one whose dependencies the minor's kubelet
+# shares); TOOLCHAIN, if given, the Go toolchain of that minor.
 generate() {
-  local k8s=$1 etcd=$2 containerd=$3 suffix=$4
-  local minor=${k8s%.*} staging=0.${k8s#1.}
+  local k8s=$1 etcd=$2 containerd=$3 suffix=$4 toolchain=${5:-}
+  local minor staging=0.${k8s#1.}
+  minor=$(minorof "$k8s")
+  [ -z "$toolchain" ] || local -x GOTOOLCHAIN=$toolchain
   local default dstaging
   default=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$root/components/go.mod")
   dstaging=0.${default#1.}
-  [ "$minor" != "${default%.*}" ] || { echo "minor-modfile: $minor is the default minor (components/go.mod)" >&2; return 1; }
+  [ "$minor" != "$(minorof "$default")" ] || { echo "minor-modfile: $minor is the default minor (components/go.mod)" >&2; return 1; }
   local c=go.k8s-$minor$suffix.mod
   cd "$root/components"
   go list -e -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/components-default"
@@ -59,14 +71,31 @@ generate() {
         -e "s#\(k8s.io/[a-z0-9-]*\) v$dstaging#\1 v$staging#g" \
         -e "s#\(go.etcd.io/etcd/[a-z0-9/]*\) v3\.[0-9]*\.[0-9]*#\1 v$etcd#" > "$c"
   cp go.sum "${c%.mod}.sum"
-  go mod tidy -modfile="$c"
+  tidy "$c" "$toolchain"
   go list -e -modfile="$c" -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/components"
 
   follow "$root/distro/k3s-like" "$minor" "$k8s" "$suffix"
   go mod edit -modfile="go.k8s-$minor$suffix.mod" -require="github.com/containerd/containerd/v2@v$containerd"
-  go mod tidy -modfile="go.k8s-$minor$suffix.mod"
+  tidy "go.k8s-$minor$suffix.mod" "$toolchain"
   follow "$root/conformance" "$minor" "$k8s" "$suffix"
-  go mod tidy -modfile="go.k8s-$minor$suffix.mod"
+  tidy "go.k8s-$minor$suffix.mod" "$toolchain"
+}
+
+# minorof VERSION: 1.38 of 1.38.0-beta.0 (and of 1.38.2).
+minorof() { local IFS=.; set -- $1; echo "$1.$2"; }
+
+# tidy MODFILE TOOLCHAIN: go mod tidy. With a TOOLCHAIN (a next minor,
+# a pre-release) errors are printed but not fatal (-e): a beta may need a
+# module the proxy does not serve (v1.38.0-beta.0: sigs.k8s.io/iptables-wrappers
+# v1.0.0), and only the packages that import it fail to build, which make
+# test-next reports. Then the toolchain line, which tidy drops or rewrites.
+tidy() {
+  if [ -z "$2" ]; then
+    go mod tidy -modfile="$1"
+    return
+  fi
+  go mod tidy -e -modfile="$1" 2>&1 | grep -v '^go: downloading' >&2 || true
+  go mod edit -modfile="$1" -toolchain="$2"
 }
 
 # follow DIR MINOR K8S SUFFIX: in DIR, a module that requires the components
@@ -98,26 +127,37 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f "$root"/{components,distro/k3s-like,conformance}/go.k8s-*.check.{mod,sum}' EXIT
 
 if [ "${1:-}" != --check ]; then
-  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" ""
-  echo "wrote components/, distro/k3s-like/ and conformance/go.k8s-${1%.*}.mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3)"
+  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" "" "${4:-}"
+  echo "wrote components/, distro/k3s-like/ and conformance/go.k8s-$(minorof "$1").mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3${4:+, $4})"
   exit 0
 fi
 
+shift
+default=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$root/components/go.mod")
+dminor=$(minorof "$default")
 status=0
 for m in "$root"/components/go.k8s-*.mod; do
   case $m in *.check.mod) continue ;; esac
   minor=${m##*/go.k8s-}; minor=${minor%.mod}
+  # Without names: the minors up to the default (a newer one needs its own
+  # toolchain; make test-next checks it by name).
+  if [ $# -eq 0 ]; then
+    [ "${minor#*.}" -le "${dminor#*.}" ] || continue
+  else
+    [[ " $* " == *" $minor "* ]] || continue
+  fi
   k8s=$(awk '$1 == "k8s.io/kubernetes" { sub(/^v/, "", $2); print $2; exit }' "$m")
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2; exit }' "$m")
+  toolchain=$(awk '$1 == "toolchain" { print $2; exit }' "$m")
   containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/distro/k3s-like/go.k8s-$minor.mod")
-  generate "$k8s" "$etcd" "$containerd" .check
+  generate "$k8s" "$etcd" "$containerd" .check "$toolchain"
   for f in "$root"/{components,distro/k3s-like,conformance}/go.k8s-$minor; do
     if ! diff -q "$f.mod" "$f.check.mod" >/dev/null; then
-      echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd generates: run it" >&2
+      echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd $toolchain generates: run it" >&2
       diff "$f.mod" "$f.check.mod" >&2 || true
       status=1
     fi
   done
-  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd, containerd v$containerd)"
+  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd, containerd v$containerd${toolchain:+, $toolchain})"
 done
 exit $status

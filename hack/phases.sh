@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs make targets one after another, as phases, and prints a table of
-# their times at the end, including when one fails (then it stops there):
+# their times at the end, including when one fails (then it stops there,
+# unless KEEP_GOING is set: then every phase runs, and the exit status is
+# the last failure's):
 #
 #   hack/phases.sh TARGET...
 #
 # MAKE is the make to call (make's own $(MAKE) when run from the Makefile).
-# PHASES_TABLE, if set, also gets the table (a file path).
+# PHASES_TABLE, if set, also gets the table (a file path); PHASES_LOGS, if
+# set, a directory that gets each phase's output as PHASE.log.
 set -uo pipefail
 make=${MAKE:-make}
 names=() secs=() results=()
@@ -22,13 +25,19 @@ status=0
 for t in "$@"; do
   echo "== phase $t ($(date +%H:%M:%S))"
   start=$(date +%s)
-  "$make" --no-print-directory "$t"
-  rc=$?
+  if [ -n "${PHASES_LOGS:-}" ]; then
+    "$make" --no-print-directory "$t" 2>&1 | tee "$PHASES_LOGS/$t.log"
+    rc=${PIPESTATUS[0]}
+  else
+    "$make" --no-print-directory "$t"
+    rc=$?
+  fi
   names+=("$t") secs+=($(($(date +%s) - start)))
   if [ "$rc" -ne 0 ]; then
     results+=("FAIL (exit $rc)")
     status=$rc
-    break
+    [ -n "${KEEP_GOING:-}" ] || break
+    continue
   fi
   results+=(ok)
 done

@@ -275,6 +275,9 @@ func (r *Reporter) sendOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("get Node %s: %w", r.Node, err)
 	}
+	// The features the kubelet declares (KEP-5328), as its Node says:
+	// none where it runs NodeDeclaredFeatures off.
+	report.Report.Spec.DeclaredFeatures = sortedDeclared(n.Status.DeclaredFeatures)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return 0, err

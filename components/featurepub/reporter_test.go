@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,4 +120,17 @@ func TestSendWritesOnlyChanges(t *testing.T) {
 	require.Len(t, got.GetOwnerReferences(), 1)
 	assert.Equal(t, types.UID("uid-2"), got.GetOwnerReferences()[0].UID)
 	assert.Equal(t, "Node", got.GetOwnerReferences()[0].Kind)
+
+	// The kubelet declares another feature (KEP-5328): the report only.
+	c.ClearActions()
+	declaring := featurepub.NodeReport{Report: on.Report.DeepCopy(), Profiles: on.Profiles}
+	declaring.Report.Spec.DeclaredFeatures = []string{"RestartAllContainersOnContainerExits"}
+	n, err = declaring.Send(ctx, c, featurepub.NodeOwner("node-a", types.UID("uid-2")))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []string{"update nodefeaturereports"}, writes(c))
+	got, err = c.Resource(featuresv1alpha1.NodeFeatureReportResource).Get(ctx, "node-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	d, _, _ := unstructured.NestedStringSlice(got.Object, "spec", "declaredFeatures")
+	assert.Equal(t, []string{"RestartAllContainersOnContainerExits"}, d)
 }

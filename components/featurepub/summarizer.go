@@ -252,7 +252,8 @@ func (s *Summarizer) round(ctx context.Context, dyn dynamic.Interface, featureOb
 
 // currentSummary is the summary f holds.
 func currentSummary(f *featuresv1alpha1.Feature) Summary {
-	s := Summary{ClusterEnabled: f.Status.ClusterEnabled, NodesEnabled: f.Status.NodesEnabled, Disagreeing: f.Status.Disagreeing, Nodes: f.Status.Nodes}
+	s := Summary{ClusterEnabled: f.Status.ClusterEnabled, NodesEnabled: f.Status.NodesEnabled, Disagreeing: f.Status.Disagreeing, Nodes: f.Status.Nodes,
+		NodesDeclaring: f.Status.NodesDeclaring, DeclaredDisagreeing: f.Status.DeclaredDisagreeing, Declared: f.Status.Declared}
 	if c := meta.FindStatusCondition(f.Status.Conditions, featuresv1alpha1.ConditionEnabled); c != nil {
 		s.Condition = *c
 		s.Condition.LastTransitionTime = metav1.Time{}
@@ -275,6 +276,10 @@ type summaryApply struct {
 		Disagreeing    string                                `json:"disagreeing,omitempty"`
 		Nodes          []featuresv1alpha1.NodeFeatureSummary `json:"nodes,omitempty"`
 		Conditions     []metav1.Condition                    `json:"conditions"`
+
+		NodesDeclaring      string                                    `json:"nodesDeclaring,omitempty"`
+		DeclaredDisagreeing string                                    `json:"declaredDisagreeing,omitempty"`
+		Declared            []featuresv1alpha1.DeclaredFeatureSummary `json:"declared,omitempty"`
 	} `json:"status"`
 }
 
@@ -285,6 +290,7 @@ func (s *Summarizer) apply(ctx context.Context, res dynamic.NamespaceableResourc
 	a.APIVersion, a.Kind = featuresv1alpha1.SchemeGroupVersion.String(), "Feature"
 	a.Metadata.Name = f.Name
 	a.Status.ClusterEnabled, a.Status.NodesEnabled, a.Status.Disagreeing, a.Status.Nodes = want.ClusterEnabled, want.NodesEnabled, want.Disagreeing, want.Nodes
+	a.Status.NodesDeclaring, a.Status.DeclaredDisagreeing, a.Status.Declared = want.NodesDeclaring, want.DeclaredDisagreeing, want.Declared
 	c := want.Condition
 	c.LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
 	if old := meta.FindStatusCondition(f.Status.Conditions, featuresv1alpha1.ConditionEnabled); old != nil && old.Status == c.Status {

@@ -43,6 +43,14 @@ type Summary struct {
 	Nodes []featuresv1alpha1.NodeFeatureSummary `json:"nodes,omitempty"`
 	// Condition is the Enabled condition without its transition time.
 	Condition metav1.Condition `json:"condition"`
+	// NodesDeclaring is "declaring/reporting" of the nodes' kubelets for
+	// the KEP-5328 declared features the gate guards; "" when it guards
+	// none or no kubelet reports.
+	NodesDeclaring string `json:"nodesDeclaring,omitempty"`
+	// DeclaredDisagreeing is their disagreeing sample, printable.
+	DeclaredDisagreeing string `json:"declaredDisagreeing,omitempty"`
+	// Declared has one entry per declared feature the gate guards.
+	Declared []featuresv1alpha1.DeclaredFeatureSummary `json:"declared,omitempty"`
 }
 
 // class is the nodes that report one component alike: same versions, same
@@ -52,6 +60,10 @@ type class struct {
 	profile                                    *profileSet
 	setBy                                      map[string]string
 	names                                      []string // sorted
+	// declared are the kubelets' declared features (KEP-5328);
+	// publishing is false where the kubelet runs NodeDeclaredFeatures off.
+	declared   map[string]bool
+	publishing bool
 }
 
 // profileSet is a FeatureProfile as sets.
@@ -104,9 +116,13 @@ func classes(reports []featuresv1alpha1.NodeFeatureReport, profiles map[string]*
 				sets[c.Profile] = set
 			}
 			key := classKey(c)
+			if c.Name == names.Kubelet {
+				key += declaredKey(r)
+			}
 			cl := byKey[key]
 			if cl == nil {
 				cl = &class{component: c.Name, binaryVersion: c.BinaryVersion, emulationVersion: c.EmulationVersion, profile: set, setBy: c.SetBy}
+				cl.declared, cl.publishing = declaredSet(r, set)
 				byKey[key] = cl
 			}
 			cl.names = append(cl.names, r.Name)
@@ -197,10 +213,11 @@ func summarizeFeature(f *featuresv1alpha1.Feature, components []string, byCompon
 			offNotes = append(offNotes, note)
 		}
 		if comp == names.Kubelet {
-			s.NodesEnabled = fmt.Sprintf("%d/%d", ns.Enabled, ns.Nodes)
+			s.NodesEnabled = formatCount(ns.Enabled, ns.Nodes)
 			s.Disagreeing = sampleText(ns)
 		}
 	}
+	summarizeDeclared(&s, name, byComponent[names.Kubelet])
 	switch {
 	case total == 0:
 		s.ClusterEnabled = strconv.FormatBool(f.Status.Enabled)
@@ -238,15 +255,23 @@ func majorityEnabled(ns featuresv1alpha1.NodeFeatureSummary, cpEnabled bool) boo
 
 // sampleText is DisagreeingSample joined, with the count of the others.
 func sampleText(ns featuresv1alpha1.NodeFeatureSummary) string {
-	if len(ns.DisagreeingSample) == 0 {
+	return sampleOf(ns.DisagreeingSample, ns.Disagreeing)
+}
+
+// sampleOf is sample joined, with the count of the others of total.
+func sampleOf(sample []string, total int32) string {
+	if len(sample) == 0 {
 		return ""
 	}
-	t := strings.Join(ns.DisagreeingSample, ",")
-	if more := int(ns.Disagreeing) - len(ns.DisagreeingSample); more > 0 {
+	t := strings.Join(sample, ",")
+	if more := int(total) - len(sample); more > 0 {
 		t += fmt.Sprintf(" (+%d)", more)
 	}
 	return t
 }
+
+// formatCount is "n/of".
+func formatCount(n, of int32) string { return fmt.Sprintf("%d/%d", n, of) }
 
 type groupKey struct{ binaryVersion, emulationVersion, setBy, enabled string }
 

@@ -31,6 +31,14 @@ type NodeFeatureReportSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Components []NodeComponentReport `json:"components"`
+	// DeclaredFeatures are the node's Node.status.declaredFeatures
+	// (KEP-5328) as its kubelet published them, sorted; empty when it
+	// declares none, which is also the case where the kubelet runs the
+	// NodeDeclaredFeatures gate off (the node's profile says which).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	DeclaredFeatures []string `json:"declaredFeatures,omitempty"`
 }
 
 // NodeComponentReport is one component of a node and its gates.

@@ -19,6 +19,8 @@ import (
 // +kubebuilder:printcolumn:name="Servers",type=string,JSONPath=`.status.servers[*].server`,priority=1
 // +kubebuilder:printcolumn:name="Nodes",type=string,JSONPath=`.status.nodesEnabled`,priority=1,description="Nodes whose kubelet runs the gate enabled / nodes that report"
 // +kubebuilder:printcolumn:name="Disagreeing",type=string,JSONPath=`.status.disagreeing`,priority=1,description="A sample of the nodes whose kubelet runs the gate with the minority value"
+// +kubebuilder:printcolumn:name="Declared",type=string,JSONPath=`.status.nodesDeclaring`,priority=1,description="Nodes that declare the KEP-5328 declared features this gate guards / nodes that report"
+// +kubebuilder:printcolumn:name="Declared-Disagreeing",type=string,JSONPath=`.status.declaredDisagreeing`,priority=1,description="A sample of the nodes whose declared features disagree with the majority's"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Feature struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -83,6 +85,24 @@ type FeatureStatus struct {
 	// +listMapKey=component
 	// +kubebuilder:validation:MaxItems=8
 	Nodes []NodeFeatureSummary `json:"nodes,omitempty"`
+	// NodesDeclaring is "declaring/reporting" for the KEP-5328 declared
+	// features this gate guards (upstream's registry,
+	// k8s.io/component-helpers/nodedeclaredfeatures): the nodes whose
+	// Node.status.declaredFeatures lists every one of them, e.g. 4987/5000;
+	// "" when the gate guards none or no node reports.
+	// +optional
+	NodesDeclaring string `json:"nodesDeclaring,omitempty"`
+	// DeclaredDisagreeing is a printable sample of the nodes whose
+	// declaring is the minority's, e.g. "node-7,node-9 (+11)".
+	// +optional
+	DeclaredDisagreeing string `json:"declaredDisagreeing,omitempty"`
+	// Declared summarizes, per declared feature this gate guards, which
+	// nodes declare it; never one entry per node.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Declared []DeclaredFeatureSummary `json:"declared,omitempty"`
 	// Conditions: Enabled is True only when every server and every node
 	// that reports runs the gate enabled (kubectl wait
 	// --for=condition=Enabled feature/NAME).
@@ -129,6 +149,35 @@ type NodeFeatureSummary struct {
 	OtherNodes int32 `json:"otherNodes,omitempty"`
 	// Disagreeing is the number of nodes whose value is not the majority's
 	// (a tie goes to the control plane's value).
+	// +optional
+	Disagreeing int32 `json:"disagreeing,omitempty"`
+	// DisagreeingSample names at most MaxDisagreeingSample of them, in
+	// name order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	DisagreeingSample []string `json:"disagreeingSample,omitempty"`
+}
+
+// MaxDeclaredFeatures bounds FeatureStatus.Declared.
+const MaxDeclaredFeatures = 8
+
+// DeclaredFeatureSummary is one KEP-5328 declared feature on the nodes that
+// report: counts and a bounded sample of names, as NodeFeatureSummary's.
+type DeclaredFeatureSummary struct {
+	// Name of the declared feature, e.g. RestartAllContainersOnContainerExits.
+	Name string `json:"name"`
+	// Nodes is the number of nodes that report a kubelet.
+	Nodes int32 `json:"nodes"`
+	// Declaring is the number of them whose Node.status.declaredFeatures
+	// lists the feature.
+	Declaring int32 `json:"declaring"`
+	// NotPublishing is the number of them whose kubelet runs the
+	// NodeDeclaredFeatures gate off or does not know it: their Nodes
+	// declare nothing (counted as not declaring).
+	// +optional
+	NotPublishing int32 `json:"notPublishing,omitempty"`
+	// Disagreeing is the number of nodes whose declaring is not the
+	// majority's (a tie goes to declaring).
 	// +optional
 	Disagreeing int32 `json:"disagreeing,omitempty"`
 	// DisagreeingSample names at most MaxDisagreeingSample of them, in

@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,9 +27,11 @@ import (
 	"k8s.io/kubernetes/pkg/controlplane"
 )
 
-// Object is one manifest document's identity.
+// Object is one manifest document's identity, and its Pod spec if it is
+// a Pod or a workload with a Pod template.
 type Object struct {
 	APIVersion, Kind, Name string
+	PodSpec                *corev1.PodSpec
 }
 
 // Read returns the objects of a multi-document YAML (or JSON) stream;
@@ -59,14 +63,22 @@ func Read(r io.Reader) ([]Object, error) {
 				return nil, fmt.Errorf("document %d: %w", i, err)
 			}
 			for _, item := range list.Items {
-				out = append(out, Object{APIVersion: item.GetAPIVersion(), Kind: item.GetKind(), Name: item.GetName()})
+				spec, err := podSpecOf(&item)
+				if err != nil {
+					return nil, fmt.Errorf("document %d: %w", i, err)
+				}
+				out = append(out, Object{APIVersion: item.GetAPIVersion(), Kind: item.GetKind(), Name: item.GetName(), PodSpec: spec})
 			}
 			continue
 		}
 		if u.GetAPIVersion() == "" || u.GetKind() == "" {
 			return nil, fmt.Errorf("document %d: no apiVersion or kind", i)
 		}
-		out = append(out, Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName()})
+		spec, err := podSpecOf(u)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		out = append(out, Object{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), PodSpec: spec})
 	}
 }
 
@@ -108,18 +120,34 @@ type Result struct {
 	// enabled only in some servers or on some nodes, and which; empty if
 	// none.
 	Partial string
+	// Declared, for a Pod (or a Pod template) that needs KEP-5328
+	// declared features only some nodes declare, says which and the
+	// nodes that can run it; empty if every node declares them.
+	Declared string
+	// NoNode: no node declares them, no node can run it.
+	NoNode bool
 }
+
+// OK reports whether the object is served and nothing it needs is
+// enabled or declared in some places only: String's "ok".
+func (r Result) OK() bool { return r.Served && r.Partial == "" && r.Declared == "" }
 
 func (r Result) String() string {
 	id := r.APIVersion + " " + r.Kind
 	if r.Name != "" {
 		id += " " + r.Name
 	}
+	buts := slices.DeleteFunc([]string{r.Partial, r.Declared}, func(s string) bool { return s == "" })
 	switch {
-	case r.Served && r.Partial != "":
-		return "PARTIAL  " + id + ": served, but " + r.Partial
+	case r.Served && r.NoNode:
+		return "MISSING  " + id + ": served, but " + strings.Join(buts, "; ")
+	case r.Served && len(buts) > 0:
+		return "PARTIAL  " + id + ": served, but " + strings.Join(buts, "; ")
 	case r.Served:
 		return "ok       " + id
+	}
+	if r.Declared != "" {
+		return "MISSING  " + id + ": " + r.Reason + "; " + r.Declared
 	}
 	return "MISSING  " + id + ": " + r.Reason
 }
@@ -137,8 +165,31 @@ func partialGates(gvk schema.GroupVersionKind, gates map[string]Gate) string {
 
 // Check checks each object against the cluster's discovery; gates are the
 // cluster's Feature objects by exact gate name (may be nil: the gates'
-// states are then not reported).
-func Check(disc discovery.DiscoveryInterface, gates map[string]Gate, objs []Object) ([]Result, error) {
+// states are then not reported); nodes, the nodes' declared features
+// (KEP-5328) that each Pod and Pod template is checked against (may be
+// nil: not checked).
+func Check(disc discovery.DiscoveryInterface, gates map[string]Gate, nodes *Nodes, objs []Object) ([]Result, error) {
+	out, err := checkServed(disc, gates, objs)
+	if err != nil || nodes == nil {
+		return out, err
+	}
+	for i, o := range objs {
+		if o.PodSpec == nil {
+			continue
+		}
+		needs, err := DeclaredNeeds(o.PodSpec, nodes.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: declared features: %w", o.Kind, o.Name, err)
+		}
+		if len(needs) > 0 {
+			out[i].Declared, out[i].NoNode = nodes.declaredVerdict(needs)
+		}
+	}
+	return out, nil
+}
+
+// checkServed checks each object against the cluster's discovery.
+func checkServed(disc discovery.DiscoveryInterface, gates map[string]Gate, objs []Object) ([]Result, error) {
 	served := map[string]map[string]bool{} // group/version -> kinds; nil: not served
 	out := make([]Result, 0, len(objs))
 	for _, o := range objs {

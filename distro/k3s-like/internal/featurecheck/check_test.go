@@ -47,7 +47,7 @@ func TestReadAndCheck(t *testing.T) {
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}}},
 	}}}
-	res, err := Check(disc, map[string]Gate{"PodCertificateRequest": {Stage: "Beta"}}, objs)
+	res, err := Check(disc, map[string]Gate{"PodCertificateRequest": {Stage: "Beta"}}, nil, objs)
 	require.NoError(t, err)
 	assert.True(t, res[0].Served)
 	assert.True(t, res[2].Served)
@@ -88,13 +88,13 @@ func TestCheckPartial(t *testing.T) {
 		{APIVersion: "certificates.k8s.io/v1beta1", Kind: "PodCertificateRequest", Name: "pcr"},
 		{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 	}
-	res, err := Check(disc, gates, objs)
+	res, err := Check(disc, gates, nil, objs)
 	require.NoError(t, err)
 	assert.Equal(t, "PARTIAL  certificates.k8s.io/v1beta1 PodCertificateRequest pcr: served, but feature gate PodCertificateRequest is partial: enabled on 4987/5000 nodes, disagreeing: node-0007,node-0009 (+11)", res[0].String())
 	assert.Equal(t, "ok       apps/v1 Deployment web", res[1].String())
 
 	disc.Resources = disc.Resources[1:] // v1beta1 not served
-	res, err = Check(disc, gates, objs[:1])
+	res, err = Check(disc, gates, nil, objs[:1])
 	require.NoError(t, err)
 	assert.False(t, res[0].Served)
 	assert.Contains(t, res[0].Reason, "feature gate PodCertificateRequest (Beta, partial: enabled on 4987/5000 nodes, disagreeing: node-0007,node-0009 (+11))")

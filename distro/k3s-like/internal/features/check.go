@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
@@ -39,8 +42,12 @@ would serve it: --runtime-config for alpha/beta group-versions kube-apiserver do
 default, and the feature gates kube-apiserver adds the kind's storage under, with their stage and
 state from the cluster's Feature objects; "PARTIAL" if it is served but such a gate is enabled
 only in some servers or on some nodes, naming how many and a sample of those that differ.
+For a Pod, or a workload's Pod template, that needs node declared features (KEP-5328: upstream's
+inference, as the scheduler's), "PARTIAL" if only some nodes declare them, naming those that can
+run it (at most 10 and how many), "MISSING" if no node does.
 Exit code 0 if every object is "ok", 1 otherwise.
-API-level only: field-level gates, admission, webhooks and controllers are not checked.`,
+API-level only, but for declared features: other field-level gates, admission, webhooks and
+controllers are not checked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -101,19 +108,66 @@ func runFeaturesCheck(ctx context.Context, stdin io.Reader, stdout io.Writer, fi
 	if err != nil {
 		return err
 	}
-	results, err := featurecheck.Check(disc, gates, objs)
+	var nodes *featurecheck.Nodes
+	if needsNodes(objs) {
+		if nodes, err = clusterNodes(ctx, cfg, disc); err != nil {
+			return err
+		}
+	}
+	results, err := featurecheck.Check(disc, gates, nodes, objs)
 	if err != nil {
 		return err
 	}
 	ok := true
 	for _, r := range results {
 		fmt.Fprintln(stdout, r)
-		ok = ok && r.Served && r.Partial == ""
+		ok = ok && r.OK()
 	}
 	if !ok {
 		return errNotServed
 	}
 	return nil
+}
+
+// needsNodes reports whether an object of objs has a Pod spec.
+func needsNodes(objs []featurecheck.Object) bool {
+	for _, o := range objs {
+		if o.PodSpec != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterNodes reads each Node's declared features (KEP-5328), 500 Nodes
+// a page, and the servers' version the scheduler infers a Pod's needs at.
+func clusterNodes(ctx context.Context, cfg *rest.Config, disc discovery.DiscoveryInterface) (*featurecheck.Nodes, error) {
+	info, err := disc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("the servers' version: %w", err)
+	}
+	v, err := version.ParseGeneric(info.GitVersion)
+	if err != nil {
+		return nil, fmt.Errorf("the servers' version %q: %w", info.GitVersion, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := &featurecheck.Nodes{Version: v}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list Nodes: %w", err)
+		}
+		for _, n := range list.Items {
+			out.Items = append(out.Items, featurecheck.NodeDeclared{Name: n.Name, Features: n.Status.DeclaredFeatures})
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
 }
 
 // clusterGates reads the Feature objects; none (no CRD: not a k3s-like

@@ -39,8 +39,10 @@ columns (but AGE: these come from the server, not the apiserver) and SET-BY
 text. ENABLED is true, false or partial: in every server and on every node
 that reports, in none, or in some. -o wide adds SERVERS, NODES (the nodes
 whose kubelet runs the gate enabled / the nodes that report), DISAGREEING (a
-sample of the nodes whose kubelet runs the minority value) and the emulated
-and binary versions; -o json and -o yaml print a FeatureList of the Feature
+sample of the nodes whose kubelet runs the minority value), DECLARED (the
+nodes that declare the KEP-5328 declared features the gate guards / the
+nodes that report), DECLARED-DISAGREEING (a sample of the minority) and the
+emulated and binary versions; -o json and -o yaml print a FeatureList of the Feature
 objects this server publishes (status.servers holds only its own entry,
 named by --node-name) with the cluster's summary of the nodes.`,
 		Args: cobra.NoArgs,
@@ -137,6 +139,7 @@ func featureList(plan *scoping.Plan, server string, nodes map[string]featurepub.
 		st.ClusterEnabled = strconv.FormatBool(st.Enabled)
 		if s, ok := nodes[st.Name]; ok {
 			st.ClusterEnabled, st.NodesEnabled, st.Disagreeing, st.Nodes = s.ClusterEnabled, s.NodesEnabled, s.Disagreeing, s.Nodes
+			st.NodesDeclaring, st.DeclaredDisagreeing, st.Declared = s.NodesDeclaring, s.DeclaredDisagreeing, s.Declared
 			if s.Condition.Type != "" {
 				st.Conditions = []metav1.Condition{s.Condition}
 			}

@@ -91,7 +91,7 @@ func TestFeaturesWide(t *testing.T) {
 	out, _ := printFeaturesTo(t, featuresOptions{output: "wide", nodeName: "server-a"}, testPlan())
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 4, out)
-	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
+	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "DECLARED", "DECLARED-DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
 	assert.Equal(t, []string{"gagate", "GA", "true", "true", "default", "server-a", "1.36", "1.37"}, fields(lines[3]), "NODES and DISAGREEING empty")
 }
 
@@ -188,22 +188,27 @@ func TestFeaturesUnknownOutput(t *testing.T) {
 }
 
 // TestFeaturesWideNodes: with the server's node summaries, ENABLED is the
-// cluster's (partial) and -o wide shows NODES and the disagreeing sample; a
-// gate without a summary shows the server's own value.
+// cluster's (partial) and -o wide shows NODES and the disagreeing sample,
+// DECLARED and its sample (KEP-5328); a gate without a summary shows the
+// server's own value.
 func TestFeaturesWideNodes(t *testing.T) {
 	nodes := map[string]featurepub.Summary{"AlphaGate": {
 		ClusterEnabled: "partial", NodesEnabled: "4987/5000", Disagreeing: "node-0007,node-0009 (+11)",
-		Nodes: []featuresv1alpha1.NodeFeatureSummary{{Component: "kubelet", Nodes: 5000, Enabled: 4987, Disagreeing: 13}},
+		Nodes:          []featuresv1alpha1.NodeFeatureSummary{{Component: "kubelet", Nodes: 5000, Enabled: 4987, Disagreeing: 13}},
+		NodesDeclaring: "4990/5000", DeclaredDisagreeing: "node-0007 (+9)",
+		Declared: []featuresv1alpha1.DeclaredFeatureSummary{{Name: "AlphaGate", Nodes: 5000, Declaring: 4990, Disagreeing: 10,
+			DisagreeingSample: []string{"node-0007"}}},
 	}}
 	out, _ := printFeaturesTo(t, featuresOptions{output: "wide", nodeName: "server-a", nodes: nodes}, testPlan())
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 4, out)
-	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
-	assert.Equal(t, []string{"alphagate", "Alpha", "partial", "false", "kube-apiserver=true,kube-scheduler=true", "server-a", "4987/5000", "node-0007,node-0009", "(+11)", "1.36", "1.37"}, fields(lines[1]))
+	assert.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "DECLARED", "DECLARED-DISAGREEING", "EMULATED", "BINARY"}, fields(lines[0]))
+	assert.Equal(t, []string{"alphagate", "Alpha", "partial", "false", "kube-apiserver=true,kube-scheduler=true", "server-a", "4987/5000", "node-0007,node-0009", "(+11)", "4990/5000", "node-0007", "(+9)", "1.36", "1.37"}, fields(lines[1]))
 	assert.Equal(t, []string{"betagate", "Beta", "true", "true", "emulated-version", "server-a", "1.36", "1.37"}, fields(lines[2]), "NODES and DISAGREEING empty")
 
 	out, _ = printFeaturesTo(t, featuresOptions{output: "json", nodeName: "server-a", nodes: nodes}, testPlan())
 	var list featuresv1alpha1.FeatureList
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	assert.Equal(t, int32(4987), list.Items[0].Status.Nodes[0].Enabled)
+	assert.Equal(t, int32(4990), list.Items[0].Status.Declared[0].Declaring, "the declared features' summary")
 }

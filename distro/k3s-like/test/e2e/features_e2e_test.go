@@ -373,11 +373,12 @@ func checkFeaturesCommand(t *testing.T, s *server, server string, plan map[strin
 	// versions.
 	wide := rows(s.featuresCommand("--node-name="+server, "-o", "wide"))
 	kubectlWide := rows(s.kubectl("get", "features", "-o", "wide"))
-	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "EMULATED", "BINARY"}, wide[0])
-	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "AGE"}, kubectlWide[0])
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "DECLARED", "DECLARED-DISAGREEING", "EMULATED", "BINARY"}, wide[0])
+	require.Equal(t, []string{"NAME", "STAGE", "ENABLED", "DEFAULT", "SET-BY", "SERVERS", "NODES", "DISAGREEING", "DECLARED", "DECLARED-DISAGREEING", "AGE"}, kubectlWide[0])
 	require.Len(t, wide, len(kubectlWide))
 	for i := 1; i < len(wide); i++ {
-		// AGE last; NODES and DISAGREEING empty without nodes.
+		// AGE last; NODES, DISAGREEING and the DECLARED ones empty
+		// without nodes.
 		assert.Equal(t, append(slices.Clone(kubectlWide[i][:len(kubectlWide[i])-1]), emulated, binaryVersion), wide[i], "row %d", i)
 	}
 	assert.Equal(t, wide[1:], rows(s.featuresCommand("--node-name="+server, "-o", "wide", "--no-headers")))

@@ -720,7 +720,7 @@ func TestAgentJoins(t *testing.T) {
 	s.waitFeature(gate, "kubelet=true true 1/1 ", 60*time.Second)
 	wide, err := s.run("features", "-o", "wide", "--node-name=node-a", "--status-address=127.0.0.1:10290")
 	require.NoError(t, err, wide)
-	// NAME STAGE ENABLED DEFAULT SET-BY SERVERS NODES DISAGREEING(empty) EMULATED BINARY
+	// NAME STAGE ENABLED DEFAULT SET-BY SERVERS NODES DISAGREEING(empty) DECLARED(empty) DECLARED-DISAGREEING(empty) EMULATED BINARY
 	assert.Regexp(t, `(?m)^`+strings.ToLower(gate)+`\s+Alpha\s+true\s+false\s+kubelet=true\s+node-a\s+1/1\s+1\.\d+\s`, wide)
 
 	agentDir := t.TempDir()
