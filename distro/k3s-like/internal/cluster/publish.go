@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"os"
 	"sort"
@@ -115,6 +116,11 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The cluster CA signs the agent settings (verifySettings).
+	serverCA, err := pki.LoadCA(j.Layout.ServerCA().CertFile, j.Layout.ServerCA().KeyFile)
+	if err != nil {
+		return err
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", j.AdminKubeconfig)
 	if err != nil {
 		return err
@@ -132,7 +138,7 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err := j.claimNodeName(ctx, client); err != nil {
 		return err
 	}
-	if err := j.publishJoin(ctx, client, time.Now(), log, string(clientCA)); err != nil {
+	if err := j.publishJoin(ctx, client, time.Now(), log, string(clientCA), serverCA.Key); err != nil {
 		return err
 	}
 	return publishNodeAccess(ctx, client)
@@ -158,8 +164,9 @@ func (j NodeJoin) claimNodeName(ctx context.Context, client kubernetes.Interface
 
 // publishJoin makes sure of a bootstrap token valid for hours, then lets
 // JoinUser read it and the agent settings, which name it: the Role
-// first, so that an agent that reads the settings may read the token.
-func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger, clientCA string) error {
+// first, so that an agent that reads the settings may read the token. The
+// settings are signed with signer, the cluster CA's key (verifySettings).
+func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger, clientCA string, signer crypto.Signer) error {
 	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
 	const ns = metav1.NamespaceSystem
 	valid, current, err := ensureBootstrapToken(ctx, client, now, log)
@@ -195,14 +202,18 @@ func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, 
 		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(bootstrappers)), opts); err != nil {
 		return err
 	}
-	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
+	data := map[string]string{
 		settingClientCA:       clientCA,
 		settingClusterDNS:     j.ClusterDNS,
 		settingClusterDomain:  j.ClusterDomain,
 		settingClusterCIDR:    j.ClusterCIDR,
 		settingFlannel:        j.FlannelBackend,
 		settingBootstrapToken: current,
-	}), opts)
+	}
+	if data[settingSignature], err = signSettings(signer, data); err != nil {
+		return err
+	}
+	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(data), opts)
 	return err
 }
 

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeharness/kubeharness/components/pki"
 )
 
 // bootstrapSecret is a bootstrap token Secret of the agents' group; no
@@ -108,7 +112,9 @@ func TestPublishJoin(t *testing.T) {
 	now := time.Now()
 	client := fake.NewClientset(bootstrapSecret("leg4cy", "0123456789abcdef", time.Time{}))
 	j := NodeJoin{ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local", ClusterCIDR: "10.42.0.0/16", FlannelBackend: "vxlan"}
-	require.NoError(t, j.publishJoin(ctx, client, now, logr.Discard(), "CA"))
+	ca, err := pki.LoadOrCreateCA(filepath.Join(t.TempDir(), "ca.crt"), filepath.Join(t.TempDir(), "ca.key"), "test-ca")
+	require.NoError(t, err)
+	require.NoError(t, j.publishJoin(ctx, client, now, logr.Discard(), "CA", ca.Key))
 
 	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -116,6 +122,22 @@ func TestPublishJoin(t *testing.T) {
 	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
 	assert.NotEqual(t, "leg4cy", id)
 	assert.Equal(t, "CA", cm.Data[settingClientCA])
+	// Signed by the CA: every key counts, the signature breaks when one
+	// changes.
+	require.NoError(t, verifySettings(ca.Cert, cm.Data))
+	for k := range cm.Data {
+		if k == settingSignature {
+			continue
+		}
+		changed := maps.Clone(cm.Data)
+		changed[k] += "x"
+		assert.Error(t, verifySettings(ca.Cert, changed), "%s changed", k)
+	}
+	moved := maps.Clone(cm.Data) // a value moved to another key
+	moved[settingClusterDNS], moved[settingClusterDomain] = moved[settingClusterDNS]+moved[settingClusterDomain], ""
+	assert.Error(t, verifySettings(ca.Cert, moved))
+	delete(moved, settingSignature)
+	assert.ErrorIs(t, verifySettings(ca.Cert, moved), errSettingsUnsigned)
 	for k, v := range cm.Data {
 		assert.NotContains(t, v, string(bootstrapSecrets(t, client)[id].Data["token-secret"]), "the settings' %s carries the token's secret", k)
 	}
