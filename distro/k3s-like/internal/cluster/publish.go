@@ -373,21 +373,11 @@ const nodeReporter = "k3s-like-node-feature-reporter"
 // publishReporterAccess lets the nodes (system:nodes, their kubelets'
 // credentials) read and create FeatureProfiles and read, create and
 // update NodeFeatureReports, and, by a ValidatingAdmissionPolicy, a node
-// only the report named after itself.
+// only the report named after itself. The policy and its binding are
+// applied first: a node never has the rights without the limit.
 func publishReporterAccess(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions) error {
 	rbac := client.RbacV1()
 	group := featuresv1alpha1.GroupName
-	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(nodeReporter).WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.FeatureProfileResource.Resource).WithVerbs("get", "create"),
-		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).WithVerbs("get", "create", "update"),
-	), opts); err != nil {
-		return err
-	}
-	if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(nodeReporter).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(nodeReporter)).
-		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName("system:nodes")), opts); err != nil {
-		return err
-	}
 	adm := client.AdmissionregistrationV1()
 	if _, err := adm.ValidatingAdmissionPolicies().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicy(nodeReporter).WithSpec(
 		admissionv1ac.ValidatingAdmissionPolicySpec().
@@ -403,8 +393,19 @@ func publishReporterAccess(ctx context.Context, client kubernetes.Interface, opt
 				WithReason(metav1.StatusReasonForbidden))), opts); err != nil {
 		return err
 	}
-	_, err := adm.ValidatingAdmissionPolicyBindings().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicyBinding(nodeReporter).WithSpec(
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicyBinding(nodeReporter).WithSpec(
 		admissionv1ac.ValidatingAdmissionPolicyBindingSpec().WithPolicyName(nodeReporter).
-			WithValidationActions(admissionregistrationv1.Deny)), opts)
+			WithValidationActions(admissionregistrationv1.Deny)), opts); err != nil {
+		return err
+	}
+	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(nodeReporter).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.FeatureProfileResource.Resource).WithVerbs("get", "create"),
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).WithVerbs("get", "create", "update"),
+	), opts); err != nil {
+		return err
+	}
+	_, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(nodeReporter).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(nodeReporter)).
+		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName("system:nodes")), opts)
 	return err
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,9 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubeharness/kubeharness/components/pki"
 )
@@ -223,4 +226,37 @@ func TestClaimNodeName(t *testing.T) {
 	list, err := none.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, list.Items)
+}
+
+// TestReporterPolicyBeforeRights: the admission policy that limits a node
+// to its own NodeFeatureReport, and its binding, are applied before the
+// nodes' ClusterRole and binding; when either cannot be applied, the nodes
+// get no report rights at all.
+func TestReporterPolicyBeforeRights(t *testing.T) {
+	ctx := t.Context()
+	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
+	client := fake.NewClientset()
+	require.NoError(t, publishReporterAccess(ctx, client, opts))
+	var order []string
+	for _, a := range client.Actions() {
+		if pa, ok := a.(k8stesting.PatchAction); ok {
+			order = append(order, a.GetResource().Resource+"/"+pa.GetName())
+		}
+	}
+	assert.Equal(t, []string{
+		"validatingadmissionpolicies/" + nodeReporter, "validatingadmissionpolicybindings/" + nodeReporter,
+		"clusterroles/" + nodeReporter, "clusterrolebindings/" + nodeReporter,
+	}, order)
+
+	for _, failing := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+		client := fake.NewClientset()
+		client.PrependReactor("patch", failing, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("admission API unavailable")
+		})
+		require.Error(t, publishReporterAccess(ctx, client, opts), failing)
+		_, err := client.RbacV1().ClusterRoleBindings().Get(ctx, nodeReporter, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s failing: no binding: %v", failing, err)
+		_, err = client.RbacV1().ClusterRoles().Get(ctx, nodeReporter, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s failing: no role: %v", failing, err)
+	}
 }
