@@ -141,6 +141,11 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err := j.publishJoin(ctx, client, time.Now(), log, string(clientCA), serverCA.Key); err != nil {
 		return err
 	}
+	// The feature publisher may read and update its three CRDs, not
+	// create any: they are installed here, as the admin.
+	if err := featurepub.InstallCRDs(ctx, cfg); err != nil {
+		return err
+	}
 	return publishNodeAccess(ctx, client)
 }
 
