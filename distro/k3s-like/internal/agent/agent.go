@@ -144,6 +144,7 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 	if err != nil {
 		return nil, err
 	}
+	cli.WarnWeakened(cli.Logger(), args)
 	h := &harness.Harness{StopTimeout: a.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier,
 		func(*scoping.Plan) error { return c.PrepareRuntime() }}}
 	if err := h.Add(lb, nil); err != nil {
