@@ -292,6 +292,16 @@ func loadKey(keyFile string) (crypto.Signer, error) {
 	return s, nil
 }
 
+// WritePair writes p's key (0600) and certificate (0644) to its files, as
+// Issue writes the pairs it makes: for a certificate a signer elsewhere
+// issued (a CSR's).
+func WritePair(p *Pair) error {
+	if err := writeFile(p.KeyFile, p.KeyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFile(p.CertFile, p.CertPEM, 0o644)
+}
+
 func writeKey(path string, key crypto.PrivateKey) error {
 	b, err := keyutil.MarshalPrivateKeyToPEM(key)
 	if err != nil {

@@ -32,8 +32,10 @@ func (a *options) loadBalancer(c node.Config, u *url.URL) (*loadbalancer.LoadBal
 		Servers:    []string{net.JoinHostPort(u.Hostname(), port)},
 		Kubeconfig: c.Kubeconfig(),
 	}
-	if err := pointAt(c.Kubeconfig(), lb.URL()); err != nil {
-		return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", c.Kubeconfig(), a.lbPort, err)
+	for _, kc := range []string{c.Kubeconfig(), c.KubeProxyKubeconfig()} {
+		if err := pointAt(kc, lb.URL()); err != nil {
+			return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", kc, a.lbPort, err)
+		}
 	}
 	return lb, nil
 }

@@ -50,6 +50,10 @@ const (
 	// for any node's client certificate; publishNodeAccess deletes it.
 	nodeClientAutoApprove = "k3s-like-node-client-autoapprove"
 	joinManager           = "k3s-like"
+	// legacyNodeProxier named, in an older release, the binding of
+	// system:node-proxier to every kubelet (kube-proxy used its kubelet's
+	// credential); publishNodeAccess deletes it.
+	legacyNodeProxier = "k3s-like-node-proxier"
 )
 
 // The agent settings' keys.
@@ -98,9 +102,8 @@ const (
 // may read, what lets a bootstrap token ask for a node client certificate
 // (upstream's system:node-bootstrapper; NodeClientApprover alone approves,
 // with the node password; the kubelets' own renewals are approved for
-// system:nodes), and upstream's system:node-proxier role bound
-// to system:nodes, for the nodes' kube-proxy, which uses its kubelet's
-// credential, and the nodes' access to their feature reports
+// system:nodes; a node's request for its kube-proxy's certificate too),
+// and the nodes' access to their feature reports
 // (publishReporterAccess). It is ready once published, and publishes
 // again every 10 minutes, renewing the token before it expires. It logs
 // through its context's logger (klog.FromContext).
@@ -308,14 +311,17 @@ func publishNodeAccess(ctx context.Context, client kubernetes.Interface) error {
 	// A bootstrap token's request for a node's client certificate is
 	// approved by the node-client approver alone, with the node password
 	// (NodeClientApprover), never by the controller-manager.
-	if err := rbac.ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", nodeClientAutoApprove, err)
+	// Each node's kube-proxy has its own identity (pki.KubeProxyUser,
+	// bound by upstream's system:node-proxier ClusterRoleBinding): the
+	// kubelets no longer get its role.
+	for _, name := range []string{nodeClientAutoApprove, legacyNodeProxier} {
+		if err := rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", name, err)
+		}
 	}
 	for name, binding := range map[string][2]string{
 		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrappers},
 		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
-		// Each node's kube-proxy uses its kubelet's credential.
-		"k3s-like-node-proxier": {"system:node-proxier", "system:nodes"},
 		// The apiserver's kubelet client: the kubelets' API (exec, logs,
 		// port-forward, proxy), not system:masters.
 		"kubeharness:kubelet-api-admin": {"system:kubelet-api-admin", pki.KubeletAPIAdminGroup},

@@ -40,7 +40,6 @@ func configMap(name string, labels map[string]string) *unstructured.Unstructured
 	return u
 }
 
-
 // testDeployer is a deployer of an empty manifests directory with fake
 // clients holding objs, its records in DATA_DIR.
 func testDeployer(t *testing.T, kube *kubefake.Clientset, objs ...runtime.Object) *deployer {
