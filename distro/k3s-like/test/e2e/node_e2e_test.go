@@ -682,8 +682,11 @@ func tomlString(t *testing.T, text []byte, key string) string {
 // apiserver, which verifies the kubelet's serving certificate (requested
 // by the kubelet, approved by the server's approver, signed by the kubelet
 // serving CA); node-b's credential can neither change node-a nor ask
-// for a certificate in its name (NodeRestriction); SIGTERM stops it
-// cleanly. A token pinning another CA is
+// for a certificate in its name (NodeRestriction); each node's kube-proxy
+// has its own identity (system:kube-proxy: node-b's certificate asked for
+// by node-b and approved, node-a's issued by the server; the audit log
+// shows EndpointSlices read by that user, never by a kubelet's); SIGTERM
+// stops it cleanly. A token pinning another CA is
 // refused at once, before anything is written.
 func TestAgentJoins(t *testing.T) {
 	requireNodeHost(t)
