@@ -45,6 +45,20 @@ func kubeProxyCSR(t *testing.T, name string, subject pkix.Name, dns []string, us
 	}}
 }
 
+// signCSR is the client certificate ca issues for the PEM request, valid
+// for lifetime, with serial.
+func signCSR(t *testing.T, ca *pki.CA, request []byte, serial int, lifetime time.Duration) []byte {
+	t.Helper()
+	block, _ := pem.Decode(request)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	require.NoError(t, err)
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(int64(serial)), Subject: req.Subject,
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(lifetime), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		ca.Cert, req.PublicKey, ca.Key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
 // TestReviewKubeProxyClient: a node's request for CN=system:kube-proxy is
 // approved; anything else a node asks of the kube-apiserver-client signer
 // is denied with the reason; requests of other users or signers are left
@@ -107,15 +121,8 @@ func TestKubeProxyClientEnsure(t *testing.T) {
 		review.Spec.Username, review.Spec.Groups = "system:node:node-b", []string{"system:nodes"}
 		v, reason := ReviewKubeProxyClient(review)
 		require.Equal(t, approvers.Approve, v, reason)
-		block, _ := pem.Decode(csr.Spec.Request)
-		req, err := x509.ParseCertificateRequest(block.Bytes)
-		require.NoError(t, err)
-		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(int64(requests)), Subject: req.Subject,
-			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(lifetime), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
-			ca.Cert, req.PublicKey, ca.Key)
-		require.NoError(t, err)
 		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}
-		csr.Status.Certificate = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		csr.Status.Certificate = signCSR(t, ca, csr.Spec.Request, requests, lifetime)
 		return false, nil, nil
 	}
 	client := func() *fake.Clientset { // fresh: the fake ignores the wait's name selector
