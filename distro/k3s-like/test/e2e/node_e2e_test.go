@@ -685,7 +685,8 @@ func tomlString(t *testing.T, text []byte, key string) string {
 // for a certificate in its name (NodeRestriction); each node's kube-proxy
 // has its own identity (system:kube-proxy: node-b's certificate asked for
 // by node-b and approved, node-a's issued by the server; the audit log
-// shows EndpointSlices read by that user, never by a kubelet's); SIGTERM
+// shows every namespace's EndpointSlices read by that user, never by a
+// kubelet's); SIGTERM
 // stops it cleanly. A token pinning another CA is
 // refused at once, before anything is written.
 func TestAgentJoins(t *testing.T) {
@@ -775,8 +776,10 @@ func TestAgentJoins(t *testing.T) {
 	_, err = s.kubectlErr("get", "clusterrolebinding", "k3s-like-node-proxier")
 	assert.Error(t, err, "the kubelets are not bound system:node-proxier")
 	assert.Equal(t, "User/system:kube-proxy", s.kubectl("get", "clusterrolebinding", "system:node-proxier", "-o", `jsonpath={.subjects[*].kind}/{.subjects[*].name}`))
-	// Who lists and watches EndpointSlices, from the audit log: kube-proxy
-	// as system:kube-proxy, no kubelet's credential.
+	// Who lists and watches EndpointSlices in every namespace, from the
+	// audit log: kube-proxy as system:kube-proxy, no kubelet's credential
+	// (the agent's load balancer reads the kubernetes Service's, in
+	// default, as its node).
 	watchers := map[string]bool{}
 	require.Eventually(t, func() bool {
 		raw, err := os.ReadFile(datadir.AuditLog(serverDir))
@@ -785,16 +788,16 @@ func TestAgentJoins(t *testing.T) {
 			var ev struct {
 				Verb      string
 				User      struct{ Username string }
-				ObjectRef struct{ Resource string }
+				ObjectRef struct{ Resource, Namespace string }
 			}
-			if json.Unmarshal([]byte(line), &ev) == nil && ev.ObjectRef.Resource == "endpointslices" && (ev.Verb == "list" || ev.Verb == "watch") {
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.ObjectRef.Resource == "endpointslices" && ev.ObjectRef.Namespace == "" && (ev.Verb == "list" || ev.Verb == "watch") {
 				watchers[ev.User.Username] = true
 			}
 		}
 		return watchers["system:kube-proxy"]
 	}, 30*time.Second, time.Second, "kube-proxy lists EndpointSlices as system:kube-proxy")
 	for u := range watchers {
-		assert.False(t, strings.HasPrefix(u, "system:node:"), "a kubelet's credential lists EndpointSlices: %s", u)
+		assert.False(t, strings.HasPrefix(u, "system:node:"), "a kubelet's credential lists every namespace's EndpointSlices: %s", u)
 	}
 	servingCA, err := os.ReadFile(filepath.Join(serverDir, "tls", "kubelet-serving-ca.crt"))
 	require.NoError(t, err)
