@@ -172,7 +172,8 @@ func clientConfig(kubeconfig, userAgent, fallback string) (*rest.Config, error) 
 
 // InstallCRDs creates or updates the CRDs of features.kubeharness.io
 // (Feature, NodeFeatureReport, FeatureProfile) and waits until each is
-// Established.
+// Established. A client that may only get and update them (ServerRules)
+// gets a *CRDNotInstalledError for one that is missing.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	c, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
@@ -195,7 +196,9 @@ func installCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDe
 	existing, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); apierrors.IsForbidden(err) {
+			return &CRDNotInstalledError{Name: crd.Name, Err: err}
+		} else if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 		}
 	case err != nil:
@@ -224,6 +227,20 @@ func installCRD(ctx context.Context, crds apiextensionsv1client.CustomResourceDe
 	}
 	return nil
 }
+
+// CRDNotInstalledError is a CRD of features.kubeharness.io that is not
+// there and that the client may not create: whoever installs the CRDs
+// (InstallCRDs with a client that may create them) has not yet.
+type CRDNotInstalledError struct {
+	Name string
+	Err  error
+}
+
+func (e *CRDNotInstalledError) Error() string {
+	return fmt.Sprintf("the CRD %s is not installed and this client may not create it (install it with InstallCRDs as a user that may): %v", e.Name, e.Err)
+}
+
+func (e *CRDNotInstalledError) Unwrap() error { return e.Err }
 
 // ObjectName is the Feature object name of a gate: its name lowercased.
 func ObjectName(feature string) string { return strings.ToLower(feature) }

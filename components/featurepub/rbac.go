@@ -7,9 +7,10 @@ import (
 )
 
 // ServerRules are the permissions the Publisher and the Summarizer use,
-// and no more: the three CRDs of features.kubeharness.io (created if
-// absent, else read and updated by name; RBAC cannot limit a create by
-// name), the Features (applied, watched, and deleted when stale), the
+// and no more: the three CRDs of features.kubeharness.io, read and
+// updated by name (not created: RBAC cannot limit a create by name, so
+// whoever binds these rules installs the CRDs first, InstallCRDs as a
+// user that may create them), the Features (applied, watched, and deleted when stale), the
 // NodeFeatureReports (read) and the FeatureProfiles (read, and deleted
 // when no report names them). Bind them to the identity in their
 // Kubeconfig.
@@ -20,7 +21,6 @@ func ServerRules() []rbacv1.PolicyRule {
 	}
 	group := featuresv1alpha1.GroupName
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: crds, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{group}, Resources: []string{featuresv1alpha1.Resource.Resource}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{group}, Resources: []string{featuresv1alpha1.NodeFeatureReportResource.Resource}, Verbs: []string{"get", "list", "watch"}},

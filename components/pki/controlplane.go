@@ -77,6 +77,8 @@ type Files struct {
 	// FeaturePublisher is the feature publisher's and summarizer's (CN
 	// FeaturePublisherUser, no group).
 	FeaturePublisher *Pair
+	// Deployer is the manifest deployer's (CN DeployerUser, no group).
+	Deployer *Pair
 
 	// ServiceAccountKey and ServiceAccountPub are the service-account
 	// signing key pair (PEM private key 0600, PEM public key).
@@ -90,6 +92,8 @@ type Files struct {
 	KubeletServingApproverKubeconfig string
 	// FeaturePublisherKubeconfig is the feature publisher's kubeconfig.
 	FeaturePublisherKubeconfig string
+	// DeployerKubeconfig is the manifest deployer's kubeconfig.
+	DeployerKubeconfig string
 }
 
 // Layout is where f's files are.
@@ -116,6 +120,12 @@ const KubeletServingApproverUser = "kubeharness:kubelet-serving-approver"
 // FeaturePublisherUser is the user of the FeaturePublisher certificate:
 // bind it featurepub.ServerRules.
 const FeaturePublisherUser = "kubeharness:feature-publisher"
+
+// DeployerUser is the user of the Deployer certificate, the manifest
+// deployer's: not system:masters, so RBAC decides what it may do (bind it
+// cluster-admin: it applies whatever manifest the server's root wrote) and
+// a binding taken away revokes it.
+const DeployerUser = "kubeharness:manifest-deployer"
 
 // Ensure creates what is missing in cfg.Dir and reuses what is there (see
 // the package documentation), and returns the files.
@@ -172,6 +182,7 @@ func Ensure(cfg Config) (*Files, error) {
 		{&f.ControllerManager, f.ClientCA, l.ControllerManager(), Leaf{CommonName: "system:kube-controller-manager", Client: true}},
 		{&f.KubeletServingApprover, f.ClientCA, l.KubeletServingApprover(), Leaf{CommonName: KubeletServingApproverUser, Client: true}},
 		{&f.FeaturePublisher, f.ClientCA, l.FeaturePublisher(), Leaf{CommonName: FeaturePublisherUser, Client: true}},
+		{&f.Deployer, f.ClientCA, l.Deployer(), Leaf{CommonName: DeployerUser, Client: true}},
 		{&f.EtcdServer, f.EtcdCA, l.EtcdServer(), Leaf{CommonName: "etcd", DNSNames: etcdDNS, IPs: etcdIPs, Server: true, Client: true}},
 		{&f.APIServerEtcdClient, f.EtcdCA, l.APIServerEtcdClient(), Leaf{CommonName: "kube-apiserver-etcd-client", Client: true}},
 	} {
@@ -190,8 +201,10 @@ func Ensure(cfg Config) (*Files, error) {
 	f.ControllerManagerKubeconfig = l.ControllerManagerKubeconfig()
 	f.KubeletServingApproverKubeconfig = l.KubeletServingApproverKubeconfig()
 	f.FeaturePublisherKubeconfig = l.FeaturePublisherKubeconfig()
+	f.DeployerKubeconfig = l.DeployerKubeconfig()
 	for path, p := range map[string]*Pair{f.AdminKubeconfig: f.Admin, f.SchedulerKubeconfig: f.Scheduler, f.ControllerManagerKubeconfig: f.ControllerManager,
-		f.KubeletServingApproverKubeconfig: f.KubeletServingApprover, f.FeaturePublisherKubeconfig: f.FeaturePublisher} {
+		f.KubeletServingApproverKubeconfig: f.KubeletServingApprover, f.FeaturePublisherKubeconfig: f.FeaturePublisher,
+		f.DeployerKubeconfig: f.Deployer} {
 		if err := WriteKubeconfig(path, cfg.APIServerURL, f.ServerCA.CertPEM(), p); err != nil {
 			return nil, err
 		}

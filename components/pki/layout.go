@@ -90,6 +90,13 @@ func (l Layout) FeaturePublisher() CertKey { return l.certKey("client-feature-pu
 // FeaturePublisherKubeconfig is their kubeconfig (0600).
 func (l Layout) FeaturePublisherKubeconfig() string { return l.path("feature-publisher.kubeconfig") }
 
+// Deployer is the client certificate of the manifest deployer (CN
+// DeployerUser).
+func (l Layout) Deployer() CertKey { return l.certKey("client-manifest-deployer") }
+
+// DeployerKubeconfig is its kubeconfig (0600).
+func (l Layout) DeployerKubeconfig() string { return l.path("manifest-deployer.kubeconfig") }
+
 // ServiceAccountKey is the service-account signing key (PEM, 0600).
 func (l Layout) ServiceAccountKey() string { return l.path("service-account.key") }
 

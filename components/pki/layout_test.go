@@ -22,11 +22,12 @@ func layoutPaths(l pki.Layout) map[string]string {
 		"ControllerManagerKubeconfig":      l.ControllerManagerKubeconfig(),
 		"KubeletServingApproverKubeconfig": l.KubeletServingApproverKubeconfig(),
 		"FeaturePublisherKubeconfig":       l.FeaturePublisherKubeconfig(),
+		"DeployerKubeconfig":               l.DeployerKubeconfig(),
 	}
 	for name, ck := range map[string]pki.CertKey{
 		"ServerCA": l.ServerCA(), "ClientCA": l.ClientCA(), "RequestHeaderCA": l.RequestHeaderCA(), "EtcdCA": l.EtcdCA(),
 		"KubeletServingCA": l.KubeletServingCA(), "KubeletServingApprover": l.KubeletServingApprover(),
-		"FeaturePublisher": l.FeaturePublisher(),
+		"FeaturePublisher": l.FeaturePublisher(), "Deployer": l.Deployer(),
 		"APIServerServing": l.APIServerServing(), "APIServerKubeletClient": l.APIServerKubeletClient(),
 		"APIServerEtcdClient": l.APIServerEtcdClient(), "FrontProxyClient": l.FrontProxyClient(), "EtcdServer": l.EtcdServer(),
 		"Admin": l.Admin(), "Scheduler": l.Scheduler(), "ControllerManager": l.ControllerManager(),
@@ -49,7 +50,9 @@ func TestLayoutPaths(t *testing.T) {
 		"KubeletServingApproverKubeconfig": "kubelet-serving-approver.kubeconfig",
 		"FeaturePublisher.cert":            "client-feature-publisher.crt", "FeaturePublisher.key": "client-feature-publisher.key",
 		"FeaturePublisherKubeconfig": "feature-publisher.kubeconfig",
-		"APIServerServing.cert":      "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
+		"Deployer.cert":              "client-manifest-deployer.crt", "Deployer.key": "client-manifest-deployer.key",
+		"DeployerKubeconfig":    "manifest-deployer.kubeconfig",
+		"APIServerServing.cert": "serving-kube-apiserver.crt", "APIServerServing.key": "serving-kube-apiserver.key",
 		"APIServerKubeletClient.cert": "client-kube-apiserver.crt", "APIServerKubeletClient.key": "client-kube-apiserver.key",
 		"APIServerEtcdClient.cert": "etcd/client-kube-apiserver.crt", "APIServerEtcdClient.key": "etcd/client-kube-apiserver.key",
 		"FrontProxyClient.cert": "client-front-proxy.crt", "FrontProxyClient.key": "client-front-proxy.key",
@@ -133,6 +136,7 @@ func TestEnsureFollowsLayout(t *testing.T) {
 	assert.Equal(t, l.ControllerManagerKubeconfig(), f.ControllerManagerKubeconfig)
 	assert.Equal(t, l.KubeletServingApproverKubeconfig(), f.KubeletServingApproverKubeconfig)
 	assert.Equal(t, l.FeaturePublisherKubeconfig(), f.FeaturePublisherKubeconfig)
+	assert.Equal(t, l.DeployerKubeconfig(), f.DeployerKubeconfig)
 }
 
 func certKey(p *pki.Pair) pki.CertKey { return pki.CertKey{CertFile: p.CertFile, KeyFile: p.KeyFile} }

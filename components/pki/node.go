@@ -29,6 +29,13 @@ type NodeFiles struct {
 	Serving *Pair
 	// Kubeconfig is the kubelet's kubeconfig, with Client.
 	Kubeconfig string
+	// KubeProxy is the node's kube-proxy's client certificate, CN
+	// KubeProxyUser, no group (upstream's ClusterRoleBinding
+	// system:node-proxier grants that user what kube-proxy reads), signed
+	// by the client CA; KubeProxyKubeconfig is kube-proxy's kubeconfig
+	// with it.
+	KubeProxy           *Pair
+	KubeProxyKubeconfig string
 }
 
 // NodeLayout is where a node's files live in a PKI directory.
@@ -50,6 +57,19 @@ func (n NodeLayout) Serving() CertKey { return n.l.certKey("node", n.name, "serv
 // Kubeconfig is the kubelet's kubeconfig.
 func (n NodeLayout) Kubeconfig() string { return n.l.path("node", n.name, "kubelet.kubeconfig") }
 
+// KubeProxy is the node's kube-proxy's client certificate and key.
+func (n NodeLayout) KubeProxy() CertKey { return n.l.certKey("node", n.name, "client-kube-proxy") }
+
+// KubeProxyKubeconfig is the node's kube-proxy's kubeconfig.
+func (n NodeLayout) KubeProxyKubeconfig() string {
+	return n.l.path("node", n.name, "kube-proxy.kubeconfig")
+}
+
+// KubeProxyUser is the user of every node's kube-proxy certificate:
+// upstream's bootstrap ClusterRoleBinding system:node-proxier binds it the
+// ClusterRole of that name, and nothing more.
+const KubeProxyUser = "system:kube-proxy"
+
 // NodeUser is the user name a kubelet of node name authenticates as.
 func NodeUser(name string) string { return "system:node:" + name }
 
@@ -57,8 +77,8 @@ func NodeUser(name string) string { return "system:node:" + name }
 const NodesGroup = "system:nodes"
 
 // EnsureNode makes (or reuses, as Ensure does) a kubelet's client and
-// serving certificates from the control plane's CAs, and writes its
-// kubeconfig for apiserverURL.
+// serving certificates and its kube-proxy's client certificate from the
+// control plane's CAs, and writes their kubeconfigs for apiserverURL.
 func (f *Files) EnsureNode(n Node, apiserverURL string) (*NodeFiles, error) {
 	if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("pki: node name %q: %s", n.Name, strings.Join(errs, "; "))
@@ -67,7 +87,7 @@ func (f *Files) EnsureNode(n Node, apiserverURL string) (*NodeFiles, error) {
 		return nil, errors.New("pki: EnsureNode needs the server, client and kubelet serving CAs")
 	}
 	nl := f.Layout().NodeLayout(n.Name)
-	out := &NodeFiles{Kubeconfig: nl.Kubeconfig()}
+	out := &NodeFiles{Kubeconfig: nl.Kubeconfig(), KubeProxyKubeconfig: nl.KubeProxyKubeconfig()}
 	var err error
 	if out.Client, err = f.ClientCA.Ensure(nl.Client().CertFile, nl.Client().KeyFile, Leaf{CommonName: NodeUser(n.Name), Organization: []string{NodesGroup}, Client: true}); err != nil {
 		return nil, err
@@ -77,7 +97,13 @@ func (f *Files) EnsureNode(n Node, apiserverURL string) (*NodeFiles, error) {
 	if out.Serving, err = f.KubeletServingCA.Ensure(nl.Serving().CertFile, nl.Serving().KeyFile, Leaf{CommonName: n.Name, DNSNames: dns, IPs: ips, Server: true}); err != nil {
 		return nil, err
 	}
+	if out.KubeProxy, err = f.ClientCA.Ensure(nl.KubeProxy().CertFile, nl.KubeProxy().KeyFile, Leaf{CommonName: KubeProxyUser, Client: true}); err != nil {
+		return nil, err
+	}
 	if err := WriteKubeconfig(out.Kubeconfig, apiserverURL, f.ServerCA.CertPEM(), out.Client); err != nil {
+		return nil, err
+	}
+	if err := WriteKubeconfig(out.KubeProxyKubeconfig, apiserverURL, f.ServerCA.CertPEM(), out.KubeProxy); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -34,6 +34,18 @@ func TestEnsureNode(t *testing.T) {
 	assert.Equal(t, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, client.ExtKeyUsage)
 	require.NoError(t, client.CheckSignatureFrom(f.ClientCA.Cert))
 
+	proxy := leaf(t, nf.KubeProxy)
+	assert.Equal(t, "system:kube-proxy", proxy.Subject.CommonName, "kube-proxy's own identity, not the kubelet's")
+	assert.Empty(t, proxy.Subject.Organization)
+	assert.Equal(t, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, proxy.ExtKeyUsage)
+	require.NoError(t, proxy.CheckSignatureFrom(f.ClientCA.Cert))
+	pkc, err := clientcmd.LoadFromFile(nf.KubeProxyKubeconfig)
+	require.NoError(t, err)
+	assert.Equal(t, nf.KubeProxy.CertPEM, pkc.AuthInfos[pkc.Contexts[pkc.CurrentContext].AuthInfo].ClientCertificateData)
+	assert.Equal(t, f.Layout().NodeLayout("node-a").KubeProxyKubeconfig(), nf.KubeProxyKubeconfig)
+	assert.Equal(t, os.FileMode(0o600), mode(t, nf.KubeProxy.KeyFile))
+	assert.Equal(t, os.FileMode(0o600), mode(t, nf.KubeProxyKubeconfig))
+
 	serving := leaf(t, nf.Serving)
 	require.NoError(t, serving.CheckSignatureFrom(f.KubeletServingCA.Cert))
 	require.Error(t, serving.CheckSignatureFrom(f.ServerCA.Cert), "not the CA kubectl and agents trust for the apiserver")
@@ -56,6 +68,7 @@ func TestEnsureNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, nf.Client.CertPEM, again.Client.CertPEM, "reused")
 	assert.Equal(t, nf.Serving.CertPEM, again.Serving.CertPEM, "reused")
+	assert.Equal(t, nf.KubeProxy.CertPEM, again.KubeProxy.CertPEM, "reused")
 
 	_, err = (&pki.Files{Dir: dir, ServerCA: f.ServerCA, ClientCA: f.ClientCA}).EnsureNode(n, "https://127.0.0.1:6443")
 	assert.ErrorContains(t, err, "kubelet serving CA", "without the kubelet serving CA nothing is issued")

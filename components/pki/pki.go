@@ -63,7 +63,7 @@ func LoadOrCreateCA(certFile, keyFile, commonName string) (*CA, error) {
 	certOK, keyOK := exists(certFile), exists(keyFile)
 	switch {
 	case certOK && keyOK:
-		return loadCA(certFile, keyFile)
+		return LoadCA(certFile, keyFile)
 	case certOK || keyOK:
 		return nil, fmt.Errorf("pki: CA %s: only one of %s and %s exists; refusing to generate a new CA over it", commonName, certFile, keyFile)
 	}
@@ -84,7 +84,9 @@ func LoadOrCreateCA(certFile, keyFile, commonName string) (*CA, error) {
 	return &CA{Cert: crt, Key: key, CertFile: certFile, KeyFile: keyFile}, nil
 }
 
-func loadCA(certFile, keyFile string) (*CA, error) {
+// LoadCA reads the CA in certFile and keyFile; a key that does not match
+// the certificate, or a certificate that is not a CA's, is an error.
+func LoadCA(certFile, keyFile string) (*CA, error) {
 	certs, err := certutil.CertsFromFile(certFile)
 	if err != nil {
 		return nil, fmt.Errorf("pki: %s: %w", certFile, err)
@@ -288,6 +290,16 @@ func loadKey(keyFile string) (crypto.Signer, error) {
 		return nil, fmt.Errorf("pki: %s: not a signing key", keyFile)
 	}
 	return s, nil
+}
+
+// WritePair writes p's key (0600) and certificate (0644) to its files, as
+// Issue writes the pairs it makes: for a certificate a signer elsewhere
+// issued (a CSR's).
+func WritePair(p *Pair) error {
+	if err := writeFile(p.KeyFile, p.KeyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFile(p.CertFile, p.CertPEM, 0o644)
 }
 
 func writeKey(path string, key crypto.PrivateKey) error {

@@ -73,6 +73,7 @@ func TestEnsure(t *testing.T) {
 		f.APIServerKubeletClient: {"system:kube-apiserver", pki.KubeletAPIAdminGroup},
 		f.KubeletServingApprover: {pki.KubeletServingApproverUser, ""},
 		f.FeaturePublisher:       {pki.FeaturePublisherUser, ""},
+		f.Deployer:               {pki.DeployerUser, ""},
 	} {
 		c := leaf(t, p)
 		assert.Equal(t, want[0], c.Subject.CommonName)

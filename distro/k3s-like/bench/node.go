@@ -118,8 +118,10 @@ const (
 	pauseImage = "registry.k8s.io/pause:3.10.2"
 	// kubeletHealthz is the kubelet's default healthz address.
 	kubeletHealthz = "127.0.0.1:10248"
-	// proxierBinding is node-join's binding of system:node-proxier to
-	// system:nodes, which A's kube-proxy starts after.
+	// proxierBinding is an older release's node-join binding of
+	// system:node-proxier to system:nodes, which that release's kube-proxy
+	// (with the kubelet's kubeconfig) needed; kube-proxy now has its own
+	// identity, which upstream's binding grants from the apiserver's start.
 	proxierBinding = "k3s-like-node-proxier"
 	// imagesDir is where the node imports its images from, under the data dir.
 	imagesDir = "agent/images"
@@ -731,8 +733,8 @@ func waitReadyz(ctx context.Context, client kubernetes.Interface) error {
 // runtime is ready only then); the node's PKI from the cluster's CAs
 // (A's prepareNode, after the barrier); the kubelet once the apiserver is
 // ready; kube-proxy and the CNI configuration's writer once the kubelet's
-// /healthz answers (A's kube-proxy also waits for node-join, whose binding
-// it needs).
+// /healthz answers (an older A's kube-proxy, which used the kubelet's
+// kubeconfig, also waits for node-join, whose binding it needed).
 func (b *nodeBench) superviseB(ctx context.Context, st *runState) error {
 	if err := waitCRI(ctx, st.socket); err != nil {
 		return err
@@ -770,7 +772,7 @@ func (b *nodeBench) superviseB(ctx context.Context, st *runState) error {
 			fmt.Fprintf(os.Stderr, "bench: warning: B's CNI configuration: %v\n", err)
 		}
 	}()
-	for {
+	for usesKubeletCredential(b.proxyArgs) {
 		_, err := client.RbacV1().ClusterRoleBindings().Get(ctx, proxierBinding, metav1.GetOptions{})
 		if err == nil {
 			break
@@ -782,6 +784,17 @@ func (b *nodeBench) superviseB(ctx context.Context, st *runState) error {
 		}
 	}
 	return st.start("kube-proxy", b.c.kubeProxy, b.proxyArgs...)
+}
+
+// usesKubeletCredential reports whether kube-proxy's arguments give it the
+// kubelet's kubeconfig (an older release's layout).
+func usesKubeletCredential(proxyArgs []string) bool {
+	for _, a := range proxyArgs {
+		if v, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
+			return filepath.Base(v) == "kubelet.kubeconfig"
+		}
+	}
+	return false
 }
 
 // superviseAgent starts `k3s-like agent` once the server's apiserver is
@@ -1714,7 +1727,7 @@ func renderNodeSetup(sb *strings.Builder, b *nodeBench, c config, rs []nodeResul
 		fmt.Fprintf(sb, "- A-before: A with `%s`, the same source built without the `embedhelpers` tag (make bench-node: the release build's flags otherwise): its node runs the binary itself as the shim and the CNI plugins (`agent/bin` a directory of links to it), the previous layout.\n", filepath.Base(b.before))
 	}
 	fmt.Fprintf(sb, "- agent (and agent-before, with the before binary): `server --disable-agent` as B's control plane, and once its `/readyz` answers, `k3s-like agent --server=https://%s:6443 --token-file=DATA_DIR/token` with a data dir of its own and A's node flags, in the same network namespace: the agent's process runs the kubelet, kube-proxy and flannel, containerd is its child. Only the agent's processes are its figures.\n", nodeIP)
-	fmt.Fprintf(sb, "- B's supervisor (the driver) does what A's server does for its node, in A's order: it waits for containerd's CRI and imports `DATA_DIR/%s/pause.tar` (a copy of k3s-like's import: pinned, unpacked for overlayfs) before the kubelet may start; writes the node's certificates and kubeconfig with `pki.Files.EnsureNode` from the cluster's CAs once the server wrote them (A's `prepareNode`); starts the kubelet once the apiserver's `/readyz` answers, and kube-proxy once the kubelet's `/healthz` answers and node-join's `%s` binding exists; and writes A's CNI configuration, with this node's pod CIDR, once the Node has one (polling every second, as A's `cni-config`). That work of the driver's is in no figure; in A the same work (the image import's client side, the node's PKI, the CNI configuration's writer, and the node's feature reporter, which B lacks) is in the server's.\n", imagesDir, proxierBinding)
+	fmt.Fprintf(sb, "- B's supervisor (the driver) does what A's server does for its node, in A's order: it waits for containerd's CRI and imports `DATA_DIR/%s/pause.tar` (a copy of k3s-like's import: pinned, unpacked for overlayfs) before the kubelet may start; writes the node's certificates and kubeconfig with `pki.Files.EnsureNode` from the cluster's CAs once the server wrote them (A's `prepareNode`); starts the kubelet once the apiserver's `/readyz` answers, and kube-proxy once the kubelet's `/healthz` answers (and, for a release whose kube-proxy used the kubelet's kubeconfig, once node-join's `%s` binding exists); and writes A's CNI configuration, with this node's pod CIDR, once the Node has one (polling every second, as A's `cni-config`). That work of the driver's is in no figure; in A the same work (the image import's client side, the node's PKI, the CNI configuration's writer, and the node's feature reporter, which B lacks) is in the server's.\n", imagesDir, proxierBinding)
 	fmt.Fprintf(sb, "- both: one run at a time in a network namespace the driver makes (the node e2e tests' set-up: loopback, a veth pair, %s/24 as the node IP and the default route; no packet leaves it), every server port at its default inside it; the same data dir path; the node `%s` with `--kubelet-arg=cgroup-root=%s` (a kubelet removes the pod cgroups it does not know under its root: not the host's) and `--kubelet-arg=config=` a KubeletConfiguration with only `podLogsDir` under the data dir (likewise for pod log directories); `--disable=coredns`, so that the node runs the benchmark's Pods only. "+
 		"The workload: once the Node is Ready and has idled %s (the 0-Pod figures are taken then), a namespace and, once its default ServiceAccount exists, one Deployment of %d Pods of the pause image (`imagePullPolicy: Never`, the node imported it); done when the driver's watch sees %d Pods Running with Ready True (the %d-Pod figures). Then the CNI probe (below). Nothing is pulled.\n", nodeIP, benchNodeName, b.cgroupRoot, b.c.idle, n, n, n)
 	fmt.Fprintf(sb, "- figures: Node Ready from the exec of the first process (A: the server; B: the server, then containerd at once; agent: the server, the agent once the server is ready); the workload's time from its creation; RSS = VmRSS, anon = RssAnon (`/proc/PID/status`), PSS = `Pss` of `/proc/PID/smaps_rollup` (shared pages divided among the processes that map them: the server, containerd and, before, every shim and CNI plugin map the same binary, which VmRSS counts in each) and CPU = utime+stime (`/proc/PID/stat`), summed over the processes when all %d Pods run: A the server and its containerd child, B the server, containerd, the kubelet and kube-proxy. "+

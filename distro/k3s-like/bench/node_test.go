@@ -229,3 +229,17 @@ func reportHas(t *testing.T, out string, wants ...string) {
 		}
 	}
 }
+
+// TestUsesKubeletCredential: B waits for the older node-join binding only
+// when kube-proxy's arguments give it the kubelet's kubeconfig.
+func TestUsesKubeletCredential(t *testing.T) {
+	for args, want := range map[string]bool{
+		"--hostname-override=bench-node --kubeconfig=/d/tls/node/bench-node/kubelet.kubeconfig":    true,
+		"--hostname-override=bench-node --kubeconfig=/d/tls/node/bench-node/kube-proxy.kubeconfig": false,
+		"--hostname-override=bench-node": false,
+	} {
+		if got := usesKubeletCredential(strings.Fields(args)); got != want {
+			t.Errorf("%s: %v, want %v", args, got, want)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/kubeargs"
@@ -106,6 +108,26 @@ func (a *options) run(ctx context.Context, getenv func(string) string) error {
 	}.Run(ctx)
 }
 
+// ensureKubeProxyClient makes sure the node's kube-proxy has its own
+// client certificate (cluster.KubeProxyClient), asked for as the node
+// through the server at u (not the load balancer, which is not started
+// yet).
+func (a *options) ensureKubeProxyClient(ctx context.Context, c node.Config, u *url.URL) error {
+	nl := c.Layout.NodeLayout(c.Name)
+	k := cluster.KubeProxyClient{Node: c.Name, CertFile: nl.KubeProxy().CertFile, KeyFile: nl.KubeProxy().KeyFile,
+		Kubeconfig: c.KubeProxyKubeconfig(), Server: u.String(), CAFile: c.Layout.ServerCA().CertFile}
+	cfg, err := clientcmd.BuildConfigFromFlags(u.String(), c.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "k3s-like-agent"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return k.Ensure(ctx, cli.Logger(), client)
+}
+
 // join joins the server at u and returns the harness of the node c, with
 // the server's settings; short are the logging shorthands.
 func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok cluster.Token, short []kubeargs.Arg) (*harness.Harness, error) {
@@ -124,6 +146,11 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 		Server: u.String(), CAFile: c.Layout.ServerCA().CertFile,
 	}).Ensure(ctx, cli.Logger(), joined.Bootstrap); err != nil {
 		return nil, err
+	}
+	if !c.Options.DisableProxy {
+		if err := a.ensureKubeProxyClient(ctx, c, u); err != nil {
+			return nil, err
+		}
 	}
 	settings := joined.Settings
 	c.ClusterDNS, c.ClusterDomain, c.ClusterCIDR = settings.ClusterDNS, settings.ClusterDomain, settings.ClusterCIDR
@@ -144,6 +171,7 @@ func (a *options) join(ctx context.Context, c node.Config, u *url.URL, tok clust
 	if err != nil {
 		return nil, err
 	}
+	cli.WarnWeakened(cli.Logger(), args)
 	h := &harness.Harness{StopTimeout: a.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier,
 		func(*scoping.Plan) error { return c.PrepareRuntime() }}}
 	if err := h.Add(lb, nil); err != nil {

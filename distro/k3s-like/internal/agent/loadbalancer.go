@@ -19,9 +19,9 @@ import (
 // loadBalancer is the agent's client-side load balancer (k3s's): on
 // 127.0.0.1:--lb-server-port, in front of the server joined through and
 // every apiserver the kubernetes Service's endpoints name, read with the
-// kubelet's credential. The kubelet's kubeconfig (which kube-proxy,
-// flannel and the feature reporter use too) points at it: it is rewritten
-// so on every start.
+// kubelet's credential. The kubelet's kubeconfig (which flannel and the
+// feature reporter use too) and kube-proxy's point at it: they are
+// rewritten so on every start.
 func (a *options) loadBalancer(c node.Config, u *url.URL) (*loadbalancer.LoadBalancer, error) {
 	port := u.Port()
 	if port == "" {
@@ -32,8 +32,10 @@ func (a *options) loadBalancer(c node.Config, u *url.URL) (*loadbalancer.LoadBal
 		Servers:    []string{net.JoinHostPort(u.Hostname(), port)},
 		Kubeconfig: c.Kubeconfig(),
 	}
-	if err := pointAt(c.Kubeconfig(), lb.URL()); err != nil {
-		return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", c.Kubeconfig(), a.lbPort, err)
+	for _, kc := range []string{c.Kubeconfig(), c.KubeProxyKubeconfig()} {
+		if err := pointAt(kc, lb.URL()); err != nil {
+			return nil, fmt.Errorf("pointing %s at the agent's load balancer (--lb-server-port=%d): %w", kc, a.lbPort, err)
+		}
 	}
 	return lb, nil
 }

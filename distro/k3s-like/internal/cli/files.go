@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cluster"
@@ -37,35 +38,68 @@ func exposure(perm os.FileMode, secret bool) string {
 	return ""
 }
 
-// checkFileModes checks the files' permission bits (of the file a symbolic
-// link points to, the one that is read): each file group or others may read
-// (a secret) or write is a warning on stderr naming it, its mode and the
-// fix, as k3s warns about its token file; with protect (--protect-files)
-// it is an error naming every such file instead, one line. A missing file
-// is left to whoever reads it. No file's contents are read, so no message
-// holds a secret.
+// checkFileModes checks the files (the file a symbolic link points to, the
+// one that is read): each file group or others may read (a secret) or
+// write, each owned by a user other than root and this process's, and each
+// in a directory that group or others may write (without the sticky bit)
+// or that such a user owns, since whoever may write the directory can
+// replace the file, is a warning on stderr naming it, what is wrong and
+// the fix, as k3s warns about its token file; with protect
+// (--protect-files) it is an error naming every such file instead, one
+// line. A missing file is left to whoever reads it. No file's contents are
+// read, so no message holds a secret.
 func checkFileModes(stderr io.Writer, protect bool, files []checkedFile) error {
+	return checkFiles(stderr, protect, files, os.Geteuid())
+}
+
+// checkFiles is checkFileModes for the process user euid.
+func checkFiles(stderr io.Writer, protect bool, files []checkedFile, euid int) error {
 	var refused []string
 	for _, f := range files {
-		st, err := os.Stat(f.path)
+		resolved, err := filepath.EvalSymlinks(f.path)
 		if err != nil {
 			continue
 		}
-		perm := st.Mode().Perm()
-		how := exposure(perm, f.secret)
-		if how == "" {
+		st, err := os.Stat(resolved)
+		if err != nil {
 			continue
 		}
 		name := f.what + " " + f.path
 		if f.note != "" {
 			name += " (" + f.note + ")"
 		}
-		msg := fmt.Sprintf("%s is %s (mode %04o): chmod 600 %s", name, how, perm, f.path)
-		if protect {
-			refused = append(refused, msg)
-			continue
+		var msgs []string
+		perm := st.Mode().Perm()
+		if how := exposure(perm, f.secret); how != "" {
+			msgs = append(msgs, fmt.Sprintf("%s is %s (mode %04o): chmod 600 %s", name, how, perm, f.path))
 		}
-		fmt.Fprintf(stderr, "Warning: %s (--protect-files makes this an error)\n", msg)
+		if uid, ok := owner(st); ok && uid != 0 && uid != euid {
+			msgs = append(msgs, fmt.Sprintf("%s is owned by uid %d, neither root nor this process's user (uid %d), who may change it: chown %d %s", name, uid, euid, euid, resolved))
+		}
+		dirs := []string{filepath.Dir(resolved)}
+		if d := filepath.Dir(f.path); d != dirs[0] {
+			dirs = append(dirs, d) // the link's: whoever writes it may replace the link
+		}
+		for _, dir := range dirs {
+			dst, err := os.Stat(dir)
+			if err != nil {
+				continue
+			}
+			dperm := dst.Mode().Perm()
+			if dperm&0o022 != 0 && dst.Mode()&os.ModeSticky == 0 {
+				msgs = append(msgs, fmt.Sprintf("%s is in the directory %s, writable by group or others (mode %04o), who may replace it: chmod go-w %s", name, dir, dperm, dir))
+			}
+			if uid, ok := owner(dst); ok && uid != 0 && uid != euid {
+				msgs = append(msgs, fmt.Sprintf("%s is in the directory %s, owned by uid %d, neither root nor this process's user (uid %d), who may replace it: chown %d %s", name, dir, uid, euid, euid, dir))
+			}
+		}
+		for _, msg := range msgs {
+			if protect {
+				refused = append(refused, msg)
+				continue
+			}
+			fmt.Fprintf(stderr, "Warning: %s (--protect-files makes this an error)\n", msg)
+		}
 	}
 	if len(refused) > 0 {
 		return fmt.Errorf("--protect-files: %s", strings.Join(refused, "; "))

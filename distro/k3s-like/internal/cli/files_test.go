@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -151,4 +152,58 @@ func TestConfigFilesToCheckSecrets(t *testing.T) {
 	assert.Equal(t, "it sets token", files[0].note)
 	assert.Equal(t, "it sets agent-token", files[1].note)
 	assert.Equal(t, "it sets agent-token", files[2].note)
+}
+
+// TestCheckFileOwnerAndDirectory: a file owned by another user than root
+// and the process's, a file in a directory group or others may write
+// (without the sticky bit) or another user owns, and a link in such a
+// directory are each a warning naming the fix; a sticky directory
+// (/tmp's 1777) is not; with protect, an error.
+func TestCheckFileOwnerAndDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown to another user")
+	}
+	const other = 54321
+	base := t.TempDir()
+	mk := func(dir string, perm os.FileMode, uid int) string {
+		p := filepath.Join(base, dir)
+		require.NoError(t, os.Mkdir(p, 0o700))
+		require.NoError(t, os.Chmod(p, perm))
+		require.NoError(t, os.Chown(p, uid, -1))
+		return p
+	}
+	file := func(dir, name string, uid int) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("token: s3cret\n"), 0o600))
+		require.NoError(t, os.Chown(p, uid, -1))
+		return p
+	}
+	safe := mk("safe", 0o755, 0)
+	open := mk("open", 0o777, 0)
+	sticky := mk("sticky", 0o777|os.ModeSticky, 0)
+	theirs := mk("theirs", 0o755, other)
+
+	check := func(f string) string {
+		var stderr bytes.Buffer
+		require.NoError(t, checkFiles(&stderr, false, []checkedFile{{path: f, what: "the config file"}}, 0))
+		return stderr.String()
+	}
+	assert.Empty(t, check(file(safe, "ok.yaml", 0)))
+	assert.Empty(t, check(file(sticky, "ok.yaml", 0)), "a sticky directory: others cannot replace root's file")
+	owned := file(safe, "owned.yaml", other)
+	assert.Equal(t, "Warning: the config file "+owned+" is owned by uid 54321, neither root nor this process's user (uid 0), who may change it: chown 0 "+owned+" (--protect-files makes this an error)\n", check(owned))
+	inOpen := file(open, "c.yaml", 0)
+	assert.Equal(t, "Warning: the config file "+inOpen+" is in the directory "+open+", writable by group or others (mode 0777), who may replace it: chmod go-w "+open+" (--protect-files makes this an error)\n", check(inOpen))
+	inTheirs := file(theirs, "c.yaml", 0)
+	assert.Equal(t, "Warning: the config file "+inTheirs+" is in the directory "+theirs+", owned by uid 54321, neither root nor this process's user (uid 0), who may replace it: chown 0 "+theirs+" (--protect-files makes this an error)\n", check(inTheirs))
+	// A link in an open directory to a safe file: the link may be replaced.
+	link := filepath.Join(open, "link.yaml")
+	require.NoError(t, os.Symlink(file(safe, "target.yaml", 0), link))
+	assert.Contains(t, check(link), "the config file "+link+" is in the directory "+open+", writable by group or others")
+
+	err := checkFiles(io.Discard, true, []checkedFile{{path: owned, what: "the config file"}, {path: inOpen, what: "the token file", secret: true}}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--protect-files: the config file "+owned+" is owned by uid 54321")
+	assert.Contains(t, err.Error(), "; the token file "+inOpen+" is in the directory "+open)
+	assert.NotContains(t, err.Error(), "s3cret")
 }

@@ -61,7 +61,7 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.NodeName, "node-name", hostname, "The node's name, and a server's identity: its entry in the Feature objects' status.servers (default the hostname)")
 	f.StringVarP(&o.Token, "token", "t", "", "The cluster's token: the full K10…::server:… form of a server's DATA_DIR/token, which also pins the cluster CA (an agent needs it), or for a server on an external datastore a bare secret (the first server stores the cluster PKI in the datastore encrypted with it, the others fetch it; without any token, the first server generates one into DATA_DIR/token). Visible to every local user in the process's arguments: prefer --token-file. Also $K3S_LIKE_TOKEN")
 	f.StringVar(&o.TokenFile, "token-file", "", "File holding the cluster's token: a server's DATA_DIR/token, which the first server writes (the full token, 0600). Also $K3S_LIKE_TOKEN_FILE")
-	f.BoolVar(&o.ProtectFiles, "protect-files", false, "Refuse to start, instead of warning, when a file holding the token (--token-file, $K3S_LIKE_TOKEN_FILE, a server's DATA_DIR/token, a config file that sets token) is readable or writable by group or others, or a config file is writable by them")
+	f.BoolVar(&o.ProtectFiles, "protect-files", false, "Refuse to start, instead of warning, when a file holding the token (--token-file, $K3S_LIKE_TOKEN_FILE, a server's DATA_DIR/token, a config file that sets token) is readable or writable by group or others, or a config file is writable by them; or such a file is owned by a user other than root and the process's, or is in a directory group or others may write or such a user owns")
 	o.Logging.AddFlags(f)
 	f.DurationVar(&o.StopTimeout, "stop-timeout", 8*time.Second, "How long each component may take to stop")
 }
@@ -84,8 +84,10 @@ func (o *Options) Load(f *pflag.FlagSet, stderr io.Writer, getenv func(string) s
 // CheckFileModes checks, once the config files are merged and before the
 // command writes anything or listens (a server's --dry-run too), the files
 // it takes flags and its token from: group or others may write none of
-// them, nor read a config file that sets token or the token file; a
-// warning each, or with --protect-files an error. A config file without the
+// them, nor read a config file that sets token or the token file, and
+// each is owned by root or the process's user, in a directory only they
+// may write (checkFileModes); a warning each, or with --protect-files an
+// error. A config file without the
 // token is not a secret (k3s's config.yaml is commonly 0644, and the same
 // flags are in every process listing), so warning about reading it would
 // be noise.

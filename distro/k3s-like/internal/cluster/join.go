@@ -78,7 +78,8 @@ func (e *JoinError) Unwrap() error { return e.Err }
 
 // Join makes what an agent's node needs to join the server at u: the
 // cluster CA pinned by the token (written to l.ServerCA) and the server's
-// agent settings (the client CA written to l.ClientCA), read with the
+// agent settings (the client CA written to l.ClientCA), signed by that CA
+// (verifySettings: settings it did not sign are retried), read with the
 // token's join credential (Token.JoinCredential: a server or agent
 // token's), or with the token itself if it is a bootstrap token; with the
 // former it also reads the server's current bootstrap token. It returns a
@@ -98,6 +99,7 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 	var (
 		client       kubernetes.Interface
 		ca           []byte
+		pinned       *x509.Certificate
 		settings     map[string]string
 		bootstrap    string
 		last         string
@@ -120,6 +122,11 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 				}
 				return retry(err)
 			}
+			certs, err := certutil.ParseCertsPEM(ca)
+			if err != nil {
+				return false, &JoinError{Server: u.String(), Err: fmt.Errorf("the pinned CA: %w", err)}
+			}
+			pinned = certs[0]
 		}
 		cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
 		if apierrors.IsUnauthorized(err) {
@@ -138,6 +145,12 @@ func Join(ctx context.Context, log logr.Logger, u *url.URL, tok Token, l pki.Lay
 		}
 		unauthorized = time.Time{}
 		if err != nil {
+			return retry(err)
+		}
+		// The settings, the kubelet's client CA among them, count only if
+		// the CA the token pins signed them: kube-system's ConfigMaps are
+		// not the agent's trust.
+		if err := verifySettings(pinned, cm.Data); err != nil {
 			return retry(err)
 		}
 		if tok.Kind == BootstrapToken {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -159,6 +160,12 @@ func TestJoin(t *testing.T) {
 	var expiration atomic.Value // the handler's goroutine reads it
 	expiration.Store(time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	settingsCA := string(clientCA)
+	// The key that signs the settings: the cluster CA's, or another's.
+	type signerBox struct{ k crypto.Signer }
+	var signer atomic.Value
+	signer.Store(signerBox{f.ServerCA.Key})
+	other, err := pki.LoadOrCreateCA(filepath.Join(dir, "other-ca.crt"), filepath.Join(dir, "other-ca.key"), "other")
+	require.NoError(t, err)
 	pair, err := tls.LoadX509KeyPair(f.APIServerServing.CertFile, f.APIServerServing.KeyFile)
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,10 +180,13 @@ func TestJoin(t *testing.T) {
 		var obj map[string]any
 		switch r.URL.Path {
 		case "/api/v1/namespaces/kube-system/configmaps/" + agentSettings:
+			data := map[string]string{settingClientCA: settingsCA, settingClusterDNS: "10.43.0.10", settingClusterDomain: "cluster.local",
+				settingBootstrapToken: id}
+			if k := signer.Load().(signerBox).k; k != nil {
+				data[settingSignature], _ = signSettings(k, data)
+			}
 			obj = map[string]any{"kind": "ConfigMap", "apiVersion": "v1",
-				"metadata": map[string]any{"name": agentSettings, "namespace": "kube-system"},
-				"data": map[string]string{settingClientCA: settingsCA, settingClusterDNS: "10.43.0.10", settingClusterDomain: "cluster.local",
-					settingBootstrapToken: id}}
+				"metadata": map[string]any{"name": agentSettings, "namespace": "kube-system"}, "data": data}
 		case "/api/v1/namespaces/kube-system/secrets/bootstrap-token-" + id:
 			obj = map[string]any{"kind": "Secret", "apiVersion": "v1",
 				"metadata": map[string]any{"name": "bootstrap-token-" + id, "namespace": "kube-system"},
@@ -258,7 +268,27 @@ func TestJoin(t *testing.T) {
 	assert.Contains(t, err.Error(), "does not accept the token")
 	assert.NotContains(t, err.Error(), "other\"")
 
-	// Malformed settings: named.
+	// Settings another key signed (someone who may write ConfigMaps in
+	// kube-system, with a client CA of their own), or none did (a server
+	// older than the agent): not taken, retried until stopped, nothing
+	// written.
+	for name, k := range map[string]crypto.Signer{"forged": other.Key, "unsigned": nil} {
+		signer.Store(signerBox{k})
+		forged, cancelForged := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err = Join(forged, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, name)})
+		cancelForged()
+		require.Error(t, err, name)
+		if k != nil {
+			assert.Contains(t, err.Error(), "not signed by the cluster CA the token pins", name)
+		} else {
+			assert.Contains(t, err.Error(), "carry no signature", name)
+		}
+		_, statErr := os.Stat(filepath.Join(dir, name))
+		assert.True(t, os.IsNotExist(statErr), "%s: nothing written: %v", name, statErr)
+	}
+	signer.Store(signerBox{f.ServerCA.Key})
+
+	// Malformed settings, signed: named.
 	settingsCA = "not a certificate"
 	_, err = Join(ctx, logr.Discard(), u, tok, pki.Layout{Dir: filepath.Join(dir, "bad")})
 	require.Error(t, err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,14 +61,32 @@ func (a NodeClientApprover) Add(h *harness.Harness) error {
 	}}, nil, NodeJoinName)
 }
 
-// run reviews requests until ctx ends.
+// run reviews requests until ctx ends: bootstrapping nodes' client
+// certificates, and nodes' requests for their kube-proxy's
+// (ReviewKubeProxyClient).
 func (a NodeClientApprover) run(ctx context.Context, client kubernetes.Interface) error {
-	return approvers.Review(ctx, client, certificatesv1.KubeAPIServerClientKubeletSignerName, a.Resync, nil,
-		func(pending []*certificatesv1.CertificateSigningRequest) {
-			for _, csr := range pending {
-				decideNodeClient(ctx, client, csr)
-			}
-		})
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return approvers.Review(ctx, client, certificatesv1.KubeAPIServerClientKubeletSignerName, a.Resync, nil,
+			func(pending []*certificatesv1.CertificateSigningRequest) {
+				for _, csr := range pending {
+					decideNodeClient(ctx, client, csr)
+				}
+			})
+	})
+	g.Go(func() error {
+		return approvers.Review(ctx, client, certificatesv1.KubeAPIServerClientSignerName, a.Resync, nil,
+			func(pending []*certificatesv1.CertificateSigningRequest) {
+				for _, csr := range pending {
+					verdict, reason := ReviewKubeProxyClient(csr)
+					if verdict != approvers.Wait {
+						logger := klog.FromContext(ctx).WithValues("csr", csr.Name, "user", csr.Spec.Username, "signer", csr.Spec.SignerName)
+						decide(ctx, logger, client, csr, verdict == approvers.Approve, "KubeProxyClient", reason)
+					}
+				}
+			})
+	})
+	return g.Wait()
 }
 
 // decideNodeClient approves or denies csr as ReviewNodeClient and the
@@ -94,20 +113,28 @@ func decideNodeClient(ctx context.Context, client kubernetes.Interface, csr *cer
 			reason = "the node presented the password its name is claimed with"
 		}
 	}
+	decide(ctx, logger, client, csr, verdict == approvers.Approve, "NodePassword", reason)
+}
+
+// decide records the decision on csr: approved (reason why+"Verified") or
+// denied (why+"Rejected"), with the message reason, logged to logger; an
+// error is logged and the request looked at again on the next change or
+// resync.
+func decide(ctx context.Context, logger klog.Logger, client kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, approve bool, why, reason string) {
 	cond := certificatesv1.CertificateSigningRequestCondition{Status: corev1.ConditionTrue, Message: reason,
-		Type: certificatesv1.CertificateApproved, Reason: "NodePasswordVerified"}
-	if verdict == approvers.Deny {
-		cond.Type, cond.Reason = certificatesv1.CertificateDenied, "NodePasswordRejected"
+		Type: certificatesv1.CertificateApproved, Reason: why + "Verified"}
+	if !approve {
+		cond.Type, cond.Reason = certificatesv1.CertificateDenied, why+"Rejected"
 	}
 	upd := csr.DeepCopy()
 	upd.Status.Conditions = append(upd.Status.Conditions, cond)
 	if _, err := client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, upd.Name, upd, metav1.UpdateOptions{}); err != nil {
 		if ctx.Err() == nil {
-			logger.Error(err, "Recording the decision on a node client certificate request")
+			logger.Error(err, "Recording the decision on a client certificate request")
 		}
 		return
 	}
-	logger.Info("Decided on a node client certificate request", "decision", cond.Type, "reason", reason)
+	logger.Info("Decided on a client certificate request", "decision", cond.Type, "reason", reason)
 }
 
 // ReviewNodeClient decides on a request for a node client certificate by

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -258,14 +257,7 @@ func TestNodeClientEnsure(t *testing.T) {
 			csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateDenied, Status: corev1.ConditionTrue, Reason: "NodePasswordRejected", Message: reason + deny}}
 			return false, nil, nil
 		}
-		block, _ := pem.Decode(csr.Spec.Request)
-		req, err := x509.ParseCertificateRequest(block.Bytes)
-		require.NoError(t, err)
-		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(int64(requests)), Subject: req.Subject,
-			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(lifetime), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
-			ca.Cert, req.PublicKey, ca.Key)
-		require.NoError(t, err)
-		issued := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		issued := signCSR(t, ca, csr.Spec.Request, requests, lifetime)
 		csr.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue}}
 		csr.Status.Certificate = issued
 		return false, nil, nil

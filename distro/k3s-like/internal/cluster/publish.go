@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"os"
 	"sort"
@@ -50,6 +51,10 @@ const (
 	// for any node's client certificate; publishNodeAccess deletes it.
 	nodeClientAutoApprove = "k3s-like-node-client-autoapprove"
 	joinManager           = "k3s-like"
+	// legacyNodeProxier named, in an older release, the binding of
+	// system:node-proxier to every kubelet (kube-proxy used its kubelet's
+	// credential); publishNodeAccess deletes it.
+	legacyNodeProxier = "k3s-like-node-proxier"
 )
 
 // The agent settings' keys.
@@ -98,9 +103,8 @@ const (
 // may read, what lets a bootstrap token ask for a node client certificate
 // (upstream's system:node-bootstrapper; NodeClientApprover alone approves,
 // with the node password; the kubelets' own renewals are approved for
-// system:nodes), and upstream's system:node-proxier role bound
-// to system:nodes, for the nodes' kube-proxy, which uses its kubelet's
-// credential, and the nodes' access to their feature reports
+// system:nodes; a node's request for its kube-proxy's certificate too),
+// and the nodes' access to their feature reports
 // (publishReporterAccess). It is ready once published, and publishes
 // again every 10 minutes, renewing the token before it expires. It logs
 // through its context's logger (klog.FromContext).
@@ -135,6 +139,11 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The cluster CA signs the agent settings (verifySettings).
+	serverCA, err := pki.LoadCA(j.Layout.ServerCA().CertFile, j.Layout.ServerCA().KeyFile)
+	if err != nil {
+		return err
+	}
 	cfg, err := j.clientConfig()
 	if err != nil {
 		return err
@@ -143,11 +152,15 @@ func (j NodeJoin) publish(ctx context.Context, log logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	return j.publishWith(ctx, client, log, string(clientCA))
+	// The feature publisher may read and update its three CRDs, not
+	// create any: they are installed here, as the admin.
+	installCRDs := func(ctx context.Context) error { return featurepub.InstallCRDs(ctx, cfg) }
+	return j.publishWith(ctx, client, log, string(clientCA), serverCA.Key, installCRDs)
 }
 
-// publishWith is publish's requests, through client.
-func (j NodeJoin) publishWith(ctx context.Context, client kubernetes.Interface, log logr.Logger, clientCA string) error {
+// publishWith is publish's requests, through client (installCRDs through
+// a client of its own), signed with signer.
+func (j NodeJoin) publishWith(ctx context.Context, client kubernetes.Interface, log logr.Logger, clientCA string, signer crypto.Signer, installCRDs func(context.Context) error) error {
 	// First: no automatic approval left by an older release, and the
 	// server's own name claimed, before any bootstrap token is published.
 	if err := client.RbacV1().ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -156,7 +169,10 @@ func (j NodeJoin) publishWith(ctx context.Context, client kubernetes.Interface, 
 	if err := j.claimNodeName(ctx, client); err != nil {
 		return err
 	}
-	if err := j.publishJoin(ctx, client, time.Now(), log, clientCA); err != nil {
+	if err := j.publishJoin(ctx, client, time.Now(), log, clientCA, signer); err != nil {
+		return err
+	}
+	if err := installCRDs(ctx); err != nil {
 		return err
 	}
 	return publishNodeAccess(ctx, client)
@@ -182,8 +198,9 @@ func (j NodeJoin) claimNodeName(ctx context.Context, client kubernetes.Interface
 
 // publishJoin makes sure of a bootstrap token valid for hours, then lets
 // JoinUser read it and the agent settings, which name it: the Role
-// first, so that an agent that reads the settings may read the token.
-func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger, clientCA string) error {
+// first, so that an agent that reads the settings may read the token. The
+// settings are signed with signer, the cluster CA's key (verifySettings).
+func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, now time.Time, log logr.Logger, clientCA string, signer crypto.Signer) error {
 	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
 	const ns = metav1.NamespaceSystem
 	valid, current, err := ensureBootstrapToken(ctx, client, now, log)
@@ -219,14 +236,18 @@ func (j NodeJoin) publishJoin(ctx context.Context, client kubernetes.Interface, 
 		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName(bootstrappers)), opts); err != nil {
 		return err
 	}
-	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(map[string]string{
+	data := map[string]string{
 		settingClientCA:       clientCA,
 		settingClusterDNS:     j.ClusterDNS,
 		settingClusterDomain:  j.ClusterDomain,
 		settingClusterCIDR:    j.ClusterCIDR,
 		settingFlannel:        j.FlannelBackend,
 		settingBootstrapToken: current,
-	}), opts)
+	}
+	if data[settingSignature], err = signSettings(signer, data); err != nil {
+		return err
+	}
+	_, err = client.CoreV1().ConfigMaps(ns).Apply(ctx, corev1ac.ConfigMap(agentSettings, ns).WithData(data), opts)
 	return err
 }
 
@@ -316,14 +337,17 @@ func publishNodeAccess(ctx context.Context, client kubernetes.Interface) error {
 	// A bootstrap token's request for a node's client certificate is
 	// approved by the node-client approver alone, with the node password
 	// (NodeClientApprover), never by the controller-manager.
-	if err := rbac.ClusterRoleBindings().Delete(ctx, nodeClientAutoApprove, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", nodeClientAutoApprove, err)
+	// Each node's kube-proxy has its own identity (pki.KubeProxyUser,
+	// bound by upstream's system:node-proxier ClusterRoleBinding): the
+	// kubelets no longer get its role.
+	for _, name := range []string{nodeClientAutoApprove, legacyNodeProxier} {
+		if err := rbac.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the ClusterRoleBinding %s: %w", name, err)
+		}
 	}
 	for name, binding := range map[string][2]string{
 		"k3s-like-node-bootstrapper":         {"system:node-bootstrapper", bootstrappers},
 		"k3s-like-node-client-renew-approve": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
-		// Each node's kube-proxy uses its kubelet's credential.
-		"k3s-like-node-proxier": {"system:node-proxier", "system:nodes"},
 		// The apiserver's kubelet client: the kubelets' API (exec, logs,
 		// port-forward, proxy), not system:masters.
 		"kubeharness:kubelet-api-admin": {"system:kubelet-api-admin", pki.KubeletAPIAdminGroup},
@@ -386,21 +410,11 @@ const nodeReporter = "k3s-like-node-feature-reporter"
 // publishReporterAccess lets the nodes (system:nodes, their kubelets'
 // credentials) read and create FeatureProfiles and read, create and
 // update NodeFeatureReports, and, by a ValidatingAdmissionPolicy, a node
-// only the report named after itself.
+// only the report named after itself. The policy and its binding are
+// applied first: a node never has the rights without the limit.
 func publishReporterAccess(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions) error {
 	rbac := client.RbacV1()
 	group := featuresv1alpha1.GroupName
-	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(nodeReporter).WithRules(
-		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.FeatureProfileResource.Resource).WithVerbs("get", "create"),
-		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).WithVerbs("get", "create", "update"),
-	), opts); err != nil {
-		return err
-	}
-	if _, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(nodeReporter).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(nodeReporter)).
-		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName("system:nodes")), opts); err != nil {
-		return err
-	}
 	adm := client.AdmissionregistrationV1()
 	if _, err := adm.ValidatingAdmissionPolicies().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicy(nodeReporter).WithSpec(
 		admissionv1ac.ValidatingAdmissionPolicySpec().
@@ -416,8 +430,19 @@ func publishReporterAccess(ctx context.Context, client kubernetes.Interface, opt
 				WithReason(metav1.StatusReasonForbidden))), opts); err != nil {
 		return err
 	}
-	_, err := adm.ValidatingAdmissionPolicyBindings().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicyBinding(nodeReporter).WithSpec(
+	if _, err := adm.ValidatingAdmissionPolicyBindings().Apply(ctx, admissionv1ac.ValidatingAdmissionPolicyBinding(nodeReporter).WithSpec(
 		admissionv1ac.ValidatingAdmissionPolicyBindingSpec().WithPolicyName(nodeReporter).
-			WithValidationActions(admissionregistrationv1.Deny)), opts)
+			WithValidationActions(admissionregistrationv1.Deny)), opts); err != nil {
+		return err
+	}
+	if _, err := rbac.ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(nodeReporter).WithRules(
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.FeatureProfileResource.Resource).WithVerbs("get", "create"),
+		rbacv1ac.PolicyRule().WithAPIGroups(group).WithResources(featuresv1alpha1.NodeFeatureReportResource.Resource).WithVerbs("get", "create", "update"),
+	), opts); err != nil {
+		return err
+	}
+	_, err := rbac.ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(nodeReporter).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(nodeReporter)).
+		WithSubjects(rbacv1ac.Subject().WithKind("Group").WithAPIGroup("rbac.authorization.k8s.io").WithName("system:nodes")), opts)
 	return err
 }

@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/kubeharness/kubeharness/components/pki"
 )
 
 // bootstrapSecret is a bootstrap token Secret of the agents' group; no
@@ -108,7 +115,9 @@ func TestPublishJoin(t *testing.T) {
 	now := time.Now()
 	client := fake.NewClientset(bootstrapSecret("leg4cy", "0123456789abcdef", time.Time{}))
 	j := NodeJoin{ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local", ClusterCIDR: "10.42.0.0/16", FlannelBackend: "vxlan"}
-	require.NoError(t, j.publishJoin(ctx, client, now, logr.Discard(), "CA"))
+	ca, err := pki.LoadOrCreateCA(filepath.Join(t.TempDir(), "ca.crt"), filepath.Join(t.TempDir(), "ca.key"), "test-ca")
+	require.NoError(t, err)
+	require.NoError(t, j.publishJoin(ctx, client, now, logr.Discard(), "CA", ca.Key))
 
 	cm, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, agentSettings, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -116,6 +125,22 @@ func TestPublishJoin(t *testing.T) {
 	assert.Regexp(t, `^[a-z0-9]{6}$`, id)
 	assert.NotEqual(t, "leg4cy", id)
 	assert.Equal(t, "CA", cm.Data[settingClientCA])
+	// Signed by the CA: every key counts, the signature breaks when one
+	// changes.
+	require.NoError(t, verifySettings(ca.Cert, cm.Data))
+	for k := range cm.Data {
+		if k == settingSignature {
+			continue
+		}
+		changed := maps.Clone(cm.Data)
+		changed[k] += "x"
+		assert.Error(t, verifySettings(ca.Cert, changed), "%s changed", k)
+	}
+	moved := maps.Clone(cm.Data) // a value moved to another key
+	moved[settingClusterDNS], moved[settingClusterDomain] = moved[settingClusterDNS]+moved[settingClusterDomain], ""
+	assert.Error(t, verifySettings(ca.Cert, moved))
+	delete(moved, settingSignature)
+	assert.ErrorIs(t, verifySettings(ca.Cert, moved), errSettingsUnsigned)
 	for k, v := range cm.Data {
 		assert.NotContains(t, v, string(bootstrapSecrets(t, client)[id].Data["token-secret"]), "the settings' %s carries the token's secret", k)
 	}
@@ -201,4 +226,37 @@ func TestClaimNodeName(t *testing.T) {
 	list, err := none.CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, list.Items)
+}
+
+// TestReporterPolicyBeforeRights: the admission policy that limits a node
+// to its own NodeFeatureReport, and its binding, are applied before the
+// nodes' ClusterRole and binding; when either cannot be applied, the nodes
+// get no report rights at all.
+func TestReporterPolicyBeforeRights(t *testing.T) {
+	ctx := t.Context()
+	opts := metav1.ApplyOptions{FieldManager: joinManager, Force: true}
+	client := fake.NewClientset()
+	require.NoError(t, publishReporterAccess(ctx, client, opts))
+	var order []string
+	for _, a := range client.Actions() {
+		if pa, ok := a.(k8stesting.PatchAction); ok {
+			order = append(order, a.GetResource().Resource+"/"+pa.GetName())
+		}
+	}
+	assert.Equal(t, []string{
+		"validatingadmissionpolicies/" + nodeReporter, "validatingadmissionpolicybindings/" + nodeReporter,
+		"clusterroles/" + nodeReporter, "clusterrolebindings/" + nodeReporter,
+	}, order)
+
+	for _, failing := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+		client := fake.NewClientset()
+		client.PrependReactor("patch", failing, func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, errors.New("admission API unavailable")
+		})
+		require.Error(t, publishReporterAccess(ctx, client, opts), failing)
+		_, err := client.RbacV1().ClusterRoleBindings().Get(ctx, nodeReporter, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s failing: no binding: %v", failing, err)
+		_, err = client.RbacV1().ClusterRoles().Get(ctx, nodeReporter, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "%s failing: no role: %v", failing, err)
+	}
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,15 +21,18 @@ import (
 func TestPublicationFitsTheBurst(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	noCRDs := func(context.Context) error { return nil } // another client's
 	j := NodeJoin{DataDir: t.TempDir(), NodeName: "node-a", ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local",
 		ClusterCIDR: "10.42.0.0/16", FlannelBackend: "vxlan"}
-	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA"))
+	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA", key, noCRDs))
 	first := len(client.Actions())
 	t.Logf("the first publication: %d requests", first)
 	assert.Greater(t, first, 10, "more than client-go's default burst: the reason for publishBurst")
 	assert.LessOrEqual(t, first, publishBurst, "the first publication")
 	client.ClearActions()
-	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA"))
+	require.NoError(t, j.publishWith(ctx, client, logr.Discard(), "CA", key, noCRDs))
 	assert.LessOrEqual(t, len(client.Actions()), publishBurst, "a later publication")
 
 	kubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")

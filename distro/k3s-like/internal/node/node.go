@@ -183,6 +183,12 @@ func (c Config) newKubelet() *kubelet.Kubelet {
 // client certificate by cluster.NodeClient).
 func (c Config) Kubeconfig() string { return c.Layout.NodeLayout(c.Name).Kubeconfig() }
 
+// KubeProxyKubeconfig is the node's kube-proxy's kubeconfig: its own
+// identity (pki.KubeProxyUser), not the kubelet's.
+func (c Config) KubeProxyKubeconfig() string {
+	return c.Layout.NodeLayout(c.Name).KubeProxyKubeconfig()
+}
+
 // KubeletCertDir is the kubelet's --cert-dir: its certificate store.
 func (c Config) KubeletCertDir() string {
 	return filepath.Join(newDirs(c.DataDir).kubeletRoot(), "pki")
@@ -247,14 +253,14 @@ func (c Config) kubeletArgs(short []kubeargs.Arg) ([]string, error) {
 }
 
 // proxyArgs are kube-proxy's arguments: kubenode.DefaultKubeProxyFlags for
-// this node (the kubelet's kubeconfig: see node-join's RBAC), the logging
+// this node (its own kubeconfig, KubeProxyKubeconfig), the logging
 // and feature-gate shorthands, then --kube-proxy-arg by k3s's rules.
 func (c Config) proxyArgs(short []kubeargs.Arg) ([]string, error) {
 	user, err := kubeargs.Parse("kube-proxy-arg", c.Options.kubeProxyArgs)
 	if err != nil {
 		return nil, err
 	}
-	defaults := kubenode.DefaultKubeProxyFlags(kubenode.ProxySettings{Name: c.Name, Kubeconfig: c.Kubeconfig(), ClusterCIDR: c.ClusterCIDR})
+	defaults := kubenode.DefaultKubeProxyFlags(kubenode.ProxySettings{Name: c.Name, Kubeconfig: c.KubeProxyKubeconfig(), ClusterCIDR: c.ClusterCIDR})
 	return kubeargs.Merge(defaults, short, user), nil
 }
 

@@ -65,7 +65,7 @@ func (o *options) nodeJoin() cluster.NodeJoin {
 // this server's values, and the user's.
 func (o *options) manifests() deploy.Config {
 	return deploy.Config{
-		DataDir: o.DataDir, AdminKubeconfig: o.adminKubeconfig(), Disabled: o.disable,
+		DataDir: o.DataDir, DeployerKubeconfig: o.layout().DeployerKubeconfig(), AdminKubeconfig: o.adminKubeconfig(), Disabled: o.disable,
 		Values: deploy.Values{ClusterDNS: o.clusterDNSAddress(), ClusterDomain: o.clusterDomain, Image: deploy.CoreDNSImage, Upstreams: o.dnsUpstreams},
 	}
 }

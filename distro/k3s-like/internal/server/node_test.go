@@ -26,13 +26,14 @@ func TestNodeArgs(t *testing.T) {
 	proxy := args[names.KubeProxy]
 	require.NotEmpty(t, proxy)
 	for key, want := range map[string]string{
-		"hostname-override": "node-a", "kubeconfig": o.nodeConfig().Kubeconfig(), "cluster-cidr": "10.244.0.0/16",
+		"hostname-override": "node-a", "kubeconfig": o.nodeConfig().KubeProxyKubeconfig(), "cluster-cidr": "10.244.0.0/16",
 		"proxy-mode": "nftables", "v": "3", "feature-gates": "AllAlpha=false", "conntrack-max-per-core": "0",
 	} {
 		got, ok := kubeargs.Value(proxy, key)
 		assert.True(t, ok, "--%s", key)
 		assert.Equal(t, want, got, "--%s", key)
 	}
+	assert.NotEqual(t, o.nodeConfig().Kubeconfig(), o.nodeConfig().KubeProxyKubeconfig(), "kube-proxy's own identity, not the kubelet's")
 	_, ok := kubeargs.Value(proxy, "emulated-version")
 	assert.False(t, ok, "kube-proxy has no --emulated-version")
 

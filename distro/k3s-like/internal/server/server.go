@@ -85,6 +85,7 @@ func (o *options) check() (args map[string][]string, limit int64, err error) {
 	if args, err = o.componentArgs(); err != nil {
 		return nil, 0, err
 	}
+	cli.WarnWeakened(cli.Logger(), args)
 	if err := deploy.CheckFlags(o.disable, o.dnsUpstreams); err != nil {
 		return nil, 0, err
 	}

@@ -45,3 +45,30 @@ func TestStatusHandlerServesPprof(t *testing.T) {
 	code, body = do(http.MethodGet, "/components")
 	assert.Equal(t, http.StatusOK, code, "the harness's paths are still there: %s", body)
 }
+
+// TestStatusHandlerReadOnly: no path of the status endpoint takes a
+// method that writes: POST, PUT, PATCH and DELETE are 405 (or 404 where
+// nothing is served), never a 2xx, on every route, with --enable-pprof
+// too; the one exception is pprof's symbol lookup, POST
+// /debug/pprof/symbol, which only reads.
+func TestStatusHandlerReadOnly(t *testing.T) {
+	srv := httptest.NewServer(Endpoint{EnablePprof: true, Harness: &harness.Harness{}}.Handler())
+	defer srv.Close()
+	paths := []string{"/components", "/features", "/features/nodes", "/leader-election", "/livez", "/readyz", "/healthz",
+		"/metrics", "/flagz", "/statusz", "/debug/pprof/", "/debug/pprof/profile", "/debug/pprof/trace", "/debug/pprof/cmdline",
+		"/debug/pprof/heap", "/livez/kube-apiserver"}
+	for _, path := range paths {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			req, err := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
+			require.NoError(t, err)
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Contains(t, []int{http.StatusMethodNotAllowed, http.StatusNotFound}, resp.StatusCode, "%s %s", method, path)
+		}
+	}
+	resp, err := srv.Client().Get(srv.URL + "/components")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "GET is served")
+}

@@ -17,6 +17,18 @@ import (
 // serve and change the whole process: without --enable-pprof the kubelet
 // answers 405, "… endpoint is disabled", to GET /debug/pprof/* and to
 // PUT /debug/flags/v.
+//
+// Why 405 and not 404: it is upstream's answer for a disabled handler.
+// k8s.io/kubernetes v1.37.2 pkg/kubelet/server/server.go: with
+// enableProfilingHandler false, InstallProfilingHandler registers at
+// /debug/pprof/ getHandlerForDisabledEndpoint("profiling endpoint is
+// disabled."), and InstallDebugFlagsHandler "flags endpoint is disabled."
+// at /debug/flags/v; that handler answers http.StatusMethodNotAllowed to
+// every method (and InstallDebuggingDisabledHandlers does the same for
+// every debugging path when enableDebuggingHandlers is off). Nothing runs
+// past it: no profile is taken, no flag is read. The kubelet's server is
+// built and served inside upstream's RunKubelet, whose Dependencies offer
+// no way to wrap its handler, so a 404 would need a fork of the kubelet.
 func TestKubeletDebugHandlersOff(t *testing.T) {
 	requireNodeHost(t)
 	s := startNodeServer(t, t.TempDir())

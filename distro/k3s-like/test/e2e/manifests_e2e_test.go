@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,15 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
 // The packaged components' end-to-end tests: CoreDNS on the node answers
@@ -32,7 +37,12 @@ var coreDNSObjects = [][]string{
 	{"-n", "kube-system", "serviceaccount", "coredns"},
 	{"clusterrole", "system:coredns"},
 	{"clusterrolebinding", "system:coredns"},
-	{"-n", "kube-system", "configmap", "k3s-like-manifest-coredns"}, // the record
+}
+
+// manifestRecord is where the deployer records what a file (its record
+// name) applied: under DATA_DIR, not in the cluster.
+func manifestRecord(dataDir, name string) string {
+	return filepath.Join(dataDir, "server", "manifests-applied", name+".json")
 }
 
 // TestCoreDNSResolves: with the node, the packaged CoreDNS (the image
@@ -126,13 +136,20 @@ func TestDisableCoreDNS(t *testing.T) {
 	st, err := os.Stat(file)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
-	rec, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "k3s-like-manifest-coredns", metav1.GetOptions{})
+	recFile := manifestRecord(dataDir, "k3s-like-manifest-coredns")
+	st, err = os.Stat(recFile)
 	require.NoError(t, err)
-	var listed []map[string]string
-	require.NoError(t, json.Unmarshal([]byte(rec.Data["objects"]), &listed))
-	assert.Len(t, listed, 6, "the record lists the manifest's objects: %s", rec.Data["objects"])
-	assert.Equal(t, "coredns.yaml", rec.Data["file"])
-	assert.Regexp(t, `^[0-9a-f]{64}$`, rec.Data["checksum"])
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the record is the server's")
+	raw, err := os.ReadFile(recFile)
+	require.NoError(t, err)
+	var rec struct {
+		File, Checksum string
+		Objects        []map[string]string
+	}
+	require.NoError(t, json.Unmarshal(raw, &rec))
+	assert.Len(t, rec.Objects, 6, "the record lists the manifest's objects: %s", raw)
+	assert.Equal(t, "coredns.yaml", rec.File)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, rec.Checksum)
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(30 * time.Second)
 	require.Equal(t, 0, code)
@@ -150,6 +167,8 @@ func TestDisableCoreDNS(t *testing.T) {
 	}, 60*time.Second, time.Second, "the Deployment's ReplicaSets are collected")
 	_, err = os.Stat(file)
 	assert.True(t, os.IsNotExist(err), "its file removed: %v", err)
+	_, err = os.Stat(recFile)
+	assert.True(t, os.IsNotExist(err), "its record removed: %v", err)
 	assert.Contains(t, s2.stderr.String(), "Deleted what a removed manifest applied")
 	require.NoError(t, s2.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ = s2.wait(30 * time.Second)
@@ -255,12 +274,89 @@ func TestUserManifests(t *testing.T) {
 	// Removed: its objects deleted, its record too.
 	require.NoError(t, os.Remove(app))
 	require.Eventually(t, func() bool {
-		_, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "k3s-like-manifest-app", metav1.GetOptions{})
+		_, err := os.Stat(manifestRecord(dataDir, "k3s-like-manifest-app"))
 		ns, nsErr := c.CoreV1().Namespaces().Get(ctx, "user-app", metav1.GetOptions{})
 		gone := apierrors.IsNotFound(nsErr) || nsErr == nil && ns.DeletionTimestamp != nil
-		return apierrors.IsNotFound(err) && gone
+		return os.IsNotExist(err) && gone
 	}, 40*time.Second, 500*time.Millisecond, "the removed file's Namespace and record deleted")
 	assert.Equal(t, "json", value("default", "from-json"), "the other files' objects stay")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	code, _ := s.wait(30 * time.Second)
+	assert.Equal(t, 0, code)
+}
+
+// TestForgedManifestRecord: the deployer's records are its own. A
+// ConfigMap in kube-system with the label an older release's records had,
+// listing an object the deployer did not create (as anyone who may write
+// ConfigMaps there can make), deletes nothing, neither at start nor when a
+// file of the same name is removed; the removed file's own object is
+// deleted. Everything the deployer applies carries its file's owner label,
+// and it applies as its own user (kubeharness:manifest-deployer, bound
+// cluster-admin), not system:masters: the audit log shows who wrote.
+func TestForgedManifestRecord(t *testing.T) {
+	dataDir := t.TempDir()
+	s := newServer(t, dataDir)
+	s.start()
+	s.waitReady(90 * time.Second)
+	c := s.client()
+	ctx := t.Context()
+
+	victim := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "default"}, Data: map[string]string{"k": "mine, not the deployer's"}}
+	_, err := c.CoreV1().ConfigMaps("default").Create(ctx, victim, metav1.CreateOptions{})
+	require.NoError(t, err)
+	objects := `[{"apiVersion":"v1","kind":"ConfigMap","namespace":"default","name":"victim"}]`
+	for _, name := range []string{"k3s-like-manifest-evil", "k3s-like-manifest-app"} {
+		_, err := c.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"kubeharness.io/k3s-like-manifest": "true"}},
+			Data:       map[string]string{"file": strings.TrimPrefix(name, "k3s-like-manifest-") + ".yaml", "objects": objects},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	// A user's file of the same name as a forged record, applied, then
+	// removed.
+	app := filepath.Join(dataDir, "server", "manifests", "app.yaml")
+	require.NoError(t, os.WriteFile(app, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-app, namespace: default}\ndata: {k: v}\n"), 0o600))
+	var applied *corev1.ConfigMap
+	require.Eventually(t, func() bool {
+		applied, err = c.CoreV1().ConfigMaps("default").Get(ctx, "from-app", metav1.GetOptions{})
+		return err == nil
+	}, 40*time.Second, 500*time.Millisecond, "app.yaml applied")
+	assert.Regexp(t, `^[0-9a-f]{32}$`, applied.Labels["kubeharness.io/k3s-like-manifest-owner"], "the owner label")
+	require.NoError(t, os.Remove(app))
+	require.Eventually(t, func() bool {
+		_, err := c.CoreV1().ConfigMaps("default").Get(ctx, "from-app", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 40*time.Second, 500*time.Millisecond, "the removed file's own object deleted")
+
+	got, err := c.CoreV1().ConfigMaps("default").Get(ctx, "victim", metav1.GetOptions{})
+	require.NoError(t, err, "the object the forged records list is not deleted")
+	assert.Equal(t, victim.Data, got.Data)
+	assert.NotContains(t, s.stderr.String(), "victim", "the deployer never touched it")
+
+	binding, err := c.RbacV1().ClusterRoleBindings().Get(ctx, "kubeharness:manifest-deployer", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "cluster-admin", binding.RoleRef.Name)
+	require.Len(t, binding.Subjects, 1)
+	assert.Equal(t, "kubeharness:manifest-deployer", binding.Subjects[0].Name)
+	// Who applied and deleted from-app, from the audit log.
+	users := map[string]bool{}
+	f, err := os.Open(datadir.AuditLog(dataDir))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var ev struct {
+			Verb      string
+			User      struct{ Username string }
+			ObjectRef struct{ Resource, Name string }
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ObjectRef.Resource == "configmaps" && ev.ObjectRef.Name == "from-app" && (ev.Verb == "patch" || ev.Verb == "delete") {
+			users[ev.User.Username] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{"kubeharness:manifest-deployer": true}, users, "who applied and deleted from-app")
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	code, _ := s.wait(30 * time.Second)
 	assert.Equal(t, 0, code)

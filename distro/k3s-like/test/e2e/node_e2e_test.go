@@ -31,10 +31,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeharness/kubeharness/components/node/proctree"
 	"github.com/kubeharness/kubeharness/components/pki"
 	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 )
 
 // The node's end-to-end tests run `k3s-like server` with its node (the
@@ -704,8 +706,12 @@ func tomlString(t *testing.T, text []byte, key string) string {
 // apiserver, which verifies the kubelet's serving certificate (requested
 // by the kubelet, approved by the server's approver, signed by the kubelet
 // serving CA); node-b's credential can neither change node-a nor ask
-// for a certificate in its name (NodeRestriction); SIGTERM stops it
-// cleanly. A token pinning another CA is
+// for a certificate in its name (NodeRestriction); each node's kube-proxy
+// has its own identity (system:kube-proxy: node-b's certificate asked for
+// by node-b and approved, node-a's issued by the server; the audit log
+// shows every namespace's EndpointSlices read by that user, never by a
+// kubelet's); SIGTERM
+// stops it cleanly. A token pinning another CA is
 // refused at once, before anything is written.
 func TestAgentJoins(t *testing.T) {
 	requireNodeHost(t)
@@ -777,6 +783,46 @@ func TestAgentJoins(t *testing.T) {
 	// server's approver, signed by the kubelet serving CA the apiserver
 	// verifies kubelets against (exec and logs below go through it).
 	assert.Regexp(t, `(?m)^system:node:node-b kubernetes.io/kubelet-serving Approved$`, csrs)
+	// kube-proxy has its own identity on both nodes, not its kubelet's:
+	// the agent's asked for by node-b, approved by the node-client
+	// approver; the server's issued by the server.
+	assert.Regexp(t, `(?m)^system:node:node-b kubernetes.io/kube-apiserver-client Approved$`, csrs, "node-b's kube-proxy certificate")
+	clientCA, err := os.ReadFile(filepath.Join(serverDir, "tls", "client-ca.crt"))
+	require.NoError(t, err)
+	for _, kc := range []string{
+		pki.Layout{Dir: filepath.Join(agentDir, "agent", "pki")}.NodeLayout("node-b").KubeProxyKubeconfig(),
+		pki.Layout{Dir: filepath.Join(serverDir, "tls")}.NodeLayout("node-a").KubeProxyKubeconfig(),
+	} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+		require.NoError(t, err, kc)
+		assertClientCert(t, cfg.CertData, clientCA, "system:kube-proxy", kc)
+	}
+	_, err = s.kubectlErr("get", "clusterrolebinding", "k3s-like-node-proxier")
+	assert.Error(t, err, "the kubelets are not bound system:node-proxier")
+	assert.Equal(t, "User/system:kube-proxy", s.kubectl("get", "clusterrolebinding", "system:node-proxier", "-o", `jsonpath={.subjects[*].kind}/{.subjects[*].name}`))
+	// Who lists and watches EndpointSlices in every namespace, from the
+	// audit log: kube-proxy as system:kube-proxy, no kubelet's credential
+	// (the agent's load balancer reads the kubernetes Service's, in
+	// default, as its node).
+	watchers := map[string]bool{}
+	require.Eventually(t, func() bool {
+		raw, err := os.ReadFile(datadir.AuditLog(serverDir))
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			var ev struct {
+				Verb      string
+				User      struct{ Username string }
+				ObjectRef struct{ Resource, Namespace string }
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.ObjectRef.Resource == "endpointslices" && ev.ObjectRef.Namespace == "" && (ev.Verb == "list" || ev.Verb == "watch") {
+				watchers[ev.User.Username] = true
+			}
+		}
+		return watchers["system:kube-proxy"]
+	}, 30*time.Second, time.Second, "kube-proxy lists EndpointSlices as system:kube-proxy")
+	for u := range watchers {
+		assert.False(t, strings.HasPrefix(u, "system:node:"), "a kubelet's credential lists every namespace's EndpointSlices: %s", u)
+	}
 	servingCA, err := os.ReadFile(filepath.Join(serverDir, "tls", "kubelet-serving-ca.crt"))
 	require.NoError(t, err)
 	var serving []byte
@@ -881,6 +927,22 @@ func assertSignedBy(t *testing.T, certPEM, caPEM []byte, host, ip string) {
 		_, err = crt.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		assert.NoError(t, err, name)
 	}
+}
+
+// assertClientCert asserts certPEM is a client certificate for user (CN,
+// no organization) that the CA in caPEM signed.
+func assertClientCert(t *testing.T, certPEM, caPEM []byte, user, what string) {
+	t.Helper()
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(caPEM))
+	block, _ := pem.Decode(certPEM)
+	require.NotNil(t, block, what)
+	crt, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err, what)
+	assert.Equal(t, user, crt.Subject.CommonName, what)
+	assert.Empty(t, crt.Subject.Organization, what)
+	_, err = crt.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	assert.NoError(t, err, what)
 }
 
 // waitFeature waits until the Feature of gate shows want: its SET-BY,

@@ -177,3 +177,21 @@ func TestTokenFileModeE2E(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Equal(t, "k3s-like: --protect-files: the token file "+open+" (--token-file) is readable by group or others (mode 0644): chmod 600 "+open, lastLine(out))
 }
+
+// TestDryRunRedactsAndWarns: `server --dry-run` prints each component's
+// arguments through the same redaction as the log (a secret-looking
+// value is <redacted>), and a passthrough flag that removes a hardening
+// default prints one warning naming it and what was lost.
+func TestDryRunRedactsAndWarns(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.yaml") // not the host's /etc/k3s-like/config.yaml
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	cmd := exec.Command(binary, "server", "--disable-agent", "--dry-run", "--data-dir="+filepath.Join(t.TempDir(), "d"),
+		"--kube-apiserver-arg=service-account-max-token-expiration=48h", "--kube-apiserver-arg=anonymous-auth=true")
+	cmd.Env = append(os.Environ(), "K3S_LIKE_CONFIG_FILE="+empty)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--service-account-max-token-expiration=<redacted>")
+	assert.NotContains(t, string(out), "=48h")
+	assert.Equal(t, 1, strings.Count(string(out), "Warning: a passthrough flag removes a hardening default: "), "%s", out)
+	assert.Contains(t, string(out), "Warning: a passthrough flag removes a hardening default: kube-apiserver --anonymous-auth=true: requests without credentials are served as system:anonymous")
+}
