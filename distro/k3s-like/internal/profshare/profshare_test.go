@@ -54,13 +54,6 @@ func TestShares(t *testing.T) {
 // runtime (or no frame at all), else the entry function's package — and
 // AddCPU adds Other's time up that way; a labelled sample is not in it.
 func TestUnlabelled(t *testing.T) {
-	sample := func(frames ...string) *profile.Sample { // innermost first
-		s := &profile.Sample{Value: []int64{1, 10e6}}
-		for i, f := range frames {
-			s.Location = append(s.Location, &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: &profile.Function{ID: uint64(i + 1), Name: f}}}})
-		}
-		return s
-	}
 	for _, tc := range []struct {
 		frames []string
 		want   string
@@ -78,23 +71,9 @@ func TestUnlabelled(t *testing.T) {
 	}
 
 	// Through AddCPU: Other's time by kind; a labelled sample stays out.
-	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, DurationNanos: int64(time.Second)}
 	gc, labelled := sample("runtime.gcBgMarkWorker"), sample("runtime.gcBgMarkWorker")
 	labelled.Label = map[string][]string{"component": {"etcd"}}
-	p.Sample = []*profile.Sample{gc, labelled, sample("net/http.(*conn).serve")}
-	for _, smp := range p.Sample {
-		for _, l := range smp.Location {
-			p.Location = append(p.Location, l)
-			p.Function = append(p.Function, l.Line[0].Function)
-		}
-	}
-	for i, l := range p.Location { // unique IDs across samples
-		l.ID, l.Line[0].Function.ID = uint64(i+1), uint64(i+1)
-	}
-	var buf bytes.Buffer
-	require.NoError(t, p.Write(&buf))
-	var s profshare.Shares
-	require.NoError(t, s.AddCPU(buf.Bytes()))
+	s := addProfile(t, gc, labelled, sample("net/http.(*conn).serve"))
 	assert.Equal(t, map[string]time.Duration{profshare.GCWorkers: 10 * time.Millisecond, "goroutine in net/http": 10 * time.Millisecond}, s.Unlabelled)
 	assert.Equal(t, 10*time.Millisecond, s.CPU["etcd"])
 }
@@ -102,13 +81,6 @@ func TestUnlabelled(t *testing.T) {
 // TestWork: a sample's kind of work is decided by its innermost frame
 // that names one, labelled or not, and AddCPU adds every sample up so.
 func TestWork(t *testing.T) {
-	sample := func(frames ...string) *profile.Sample { // innermost first
-		s := &profile.Sample{Value: []int64{1, 10e6}}
-		for i, f := range frames {
-			s.Location = append(s.Location, &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: &profile.Function{ID: uint64(i + 1), Name: f}}}})
-		}
-		return s
-	}
 	for _, tc := range []struct {
 		frames []string
 		want   string
@@ -134,22 +106,37 @@ func TestWork(t *testing.T) {
 	}
 
 	// Through AddCPU: every sample, labelled or not.
-	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, DurationNanos: int64(time.Second)}
 	tls, gc := sample("crypto/tls.(*Conn).Read"), sample("runtime.gcBgMarkWorker")
 	tls.Label = map[string][]string{"component": {"kube-apiserver"}}
-	p.Sample = []*profile.Sample{tls, gc}
-	for _, smp := range p.Sample {
+	s := addProfile(t, tls, gc)
+	assert.Equal(t, map[string]time.Duration{profshare.WorkTLS: 10 * time.Millisecond, profshare.WorkGC: 10 * time.Millisecond}, s.Work)
+}
+
+// sample is a CPU sample of 10 ms whose stack is frames, innermost first.
+func sample(frames ...string) *profile.Sample {
+	s := &profile.Sample{Value: []int64{1, 10e6}}
+	for i, f := range frames {
+		s.Location = append(s.Location, &profile.Location{ID: uint64(i + 1), Line: []profile.Line{{Function: &profile.Function{ID: uint64(i + 1), Name: f}}}})
+	}
+	return s
+}
+
+// addProfile adds a CPU profile of 1 s holding samples to a new Shares.
+func addProfile(t *testing.T, samples ...*profile.Sample) profshare.Shares {
+	t.Helper()
+	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}, DurationNanos: int64(time.Second), Sample: samples}
+	for _, smp := range samples {
 		for _, l := range smp.Location {
 			p.Location = append(p.Location, l)
 			p.Function = append(p.Function, l.Line[0].Function)
 		}
 	}
-	for i, l := range p.Location {
+	for i, l := range p.Location { // unique IDs across samples
 		l.ID, l.Line[0].Function.ID = uint64(i+1), uint64(i+1)
 	}
 	var buf bytes.Buffer
 	require.NoError(t, p.Write(&buf))
 	var s profshare.Shares
 	require.NoError(t, s.AddCPU(buf.Bytes()))
-	assert.Equal(t, map[string]time.Duration{profshare.WorkTLS: 10 * time.Millisecond, profshare.WorkGC: 10 * time.Millisecond}, s.Work)
+	return s
 }
