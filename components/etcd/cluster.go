@@ -235,11 +235,7 @@ func (c Config) join(ctx context.Context, logger klog.Logger) (*joining, string,
 }
 
 // addLearner adds the member at peer as a learner, retrying for up to
-// PromoteTimeout while etcd refuses for a reason that passes: a member
-// promoted or restarted moments ago (etcd adds a member only once the
-// leader has heard from a quorum for 5 s: "unhealthy cluster"), or
-// another server's learner not yet promoted (one learner at a time: "too
-// many learner members").
+// PromoteTimeout while etcd refuses for a reason that passes (addRetries).
 func (c Config) addLearner(ctx context.Context, logger klog.Logger, client *clientv3.Client, peer string) (*clientv3.MemberAddResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.Cluster.promoteTimeout())
 	defer cancel()
@@ -251,7 +247,7 @@ func (c Config) addLearner(ctx context.Context, logger klog.Logger, client *clie
 		if err == nil {
 			return resp, nil
 		}
-		if !errors.Is(err, rpctypes.ErrUnhealthy) && !errors.Is(err, rpctypes.ErrTooManyLearners) {
+		if !addRetries(err) {
 			return nil, err
 		}
 		if err.Error() != last {
@@ -264,6 +260,18 @@ func (c Config) addLearner(ctx context.Context, logger klog.Logger, client *clie
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// addRetries reports whether a refused MemberAddAsLearner passes by
+// itself: a member promoted or restarted moments ago (etcd adds one only
+// once the leader has heard from a quorum for 5 s: "unhealthy cluster");
+// another server's learner not yet promoted (one at a time: "too many
+// learner members"); or the former member at this peer URL, removed in
+// the second it was added: etcd derives a member's ID from its peer URLs
+// and the Unix second, and refuses a removed ID ("member not found", its
+// ErrIDRemoved), so the next second's ID is new.
+func addRetries(err error) bool {
+	return errors.Is(err, rpctypes.ErrUnhealthy) || errors.Is(err, rpctypes.ErrTooManyLearners) || errors.Is(err, rpctypes.ErrMemberNotFound)
 }
 
 // checkPeerAddressFree fails if something on this host listens on the
