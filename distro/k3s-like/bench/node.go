@@ -1182,7 +1182,7 @@ func (b *nodeBench) figures(st *runState) ([]procFigures, shimFigures, []shimPro
 		// The node's containerd is its process's child (runtime.Runtime),
 		// not a goroutine: measured on its own, as B's.
 		for pid, p := range table {
-			if p.PPID == cmd.Process.Pid && strings.Contains(p.Cmdline, " containerd --config ") {
+			if p.PPID == cmd.Process.Pid && isContainerd(p.Cmdline) {
 				st.containerdPID = pid
 				cmds = append(cmds, pidCmd(pid))
 				names = append(names, "containerd")
@@ -1933,4 +1933,14 @@ func (b *nodeBench) containerdB() string {
 		return "`k3s-like containerd`"
 	}
 	return "upstream's `containerd` (`" + filepath.Base(b.c.containerd) + "`: its `cmd/containerd`, the same module version and build flags as A's, stripped as A's binary is)"
+}
+
+// isContainerd reports whether a command line (arguments joined by
+// spaces) is the node's containerd: the embedded helper program
+// (DATA_DIR/agent/bin/containerd --config …) or, built without helpers,
+// the binary's personality (k3s-like containerd --config …).
+func isContainerd(cmdline string) bool {
+	exe, rest, _ := strings.Cut(cmdline, " ")
+	return strings.Contains(cmdline, " containerd --config ") ||
+		(filepath.Base(exe) == "containerd" && strings.HasPrefix(rest, "--config "))
 }

@@ -243,3 +243,19 @@ func TestUsesKubeletCredential(t *testing.T) {
 		}
 	}
 }
+
+// TestIsContainerd: the node's containerd, as the helper program or as
+// the binary's personality, and nothing else the server starts.
+func TestIsContainerd(t *testing.T) {
+	for cmdline, want := range map[string]bool{
+		"/d/agent/bin/containerd --config /d/agent/etc/containerd/config.toml ":         true,
+		"/usr/bin/k3s-like containerd --config /d/agent/etc/containerd/config.toml ":    true,
+		"/d/agent/bin/containerd-shim-runc-v2 -namespace k8s.io -id x -address /run/s ": false,
+		"/usr/bin/k3s-like server --data-dir=/d ":                                       false,
+		"/d/agent/bin/containerd ":                                                      false,
+	} {
+		if got := isContainerd(cmdline); got != want {
+			t.Errorf("isContainerd(%q) = %v, want %v", cmdline, got, want)
+		}
+	}
+}
