@@ -8,14 +8,8 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -112,51 +106,6 @@ func (e *Etcd) KeyCount(ctx context.Context, prefix string) (int64, error) {
 func (e *Etcd) Close() {
 	e.stop()
 	<-e.done
-}
-
-// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago,
-// chosen at random below the kernel's ephemeral port range: a port the
-// kernel hands out itself (":0") can be taken, between this check and the
-// component binding it seconds later, as the local port of one of the many
-// outgoing connections a starting control plane makes.
-func FreePort() (int, error) {
-	low := ephemeralLow()
-	for range 100 {
-		port := 10000 + rand.IntN(low-10000)
-		if PortFree(port) {
-			return port, nil
-		}
-	}
-	return 0, errors.New("testenv: no free port found below the ephemeral range")
-}
-
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
-// or 32768.
-func ephemeralLow() int {
-	const def = 32768
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return def
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return def
-	}
-	low, err := strconv.Atoi(f[0])
-	if err != nil || low <= 11000 {
-		return def
-	}
-	return low
-}
-
-// PortFree reports whether port can be listened on at 127.0.0.1 now.
-func PortFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
 }
 
 // ControlPlane is everything around the three components: the PKI in

@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,21 +15,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
-
-// FreePorts returns n distinct ports, each from FreePort.
-func FreePorts(n int) ([]int, error) {
-	var ports []int
-	for len(ports) < n {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
-	}
-	return ports, nil
-}
 
 // CreateReadyNode creates a Node object the scheduler binds Pods to: Ready,
 // 8 CPUs, 16Gi, 110 Pods. No kubelet runs behind it: its Pods are bound,
