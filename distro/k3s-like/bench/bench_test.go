@@ -91,6 +91,9 @@ func TestLatencyQuantile(t *testing.T) {
 	if _, err := parseLatency([]byte("other_metric 1\n")); err == nil {
 		t.Error("no buckets: no error")
 	}
+	if _, err := parseLatency([]byte(strings.Replace(metricsBefore, `le="1"} 10`, `le="one"} 10`, 1))); err == nil {
+		t.Error("a malformed bound: no error")
+	}
 }
 
 // fakeRuns are two pairs at two scales.

@@ -108,7 +108,11 @@ type result struct {
 	pair     int // from 1
 	toReady  time.Duration
 	workload time.Duration // first Node created → every Pod bound
-	stop     time.Duration
+	// settle: ready → the workload's start (settle); featureRequests: the
+	// requests on the feature discovery's objects until then.
+	settle          time.Duration
+	featureRequests float64
+	stop            time.Duration
 	// KiB summed over the processes: VmRSS, and RssAnon of it, at ready
 	// and once every Pod is bound.
 	rssReady, anonReady, rssLoaded, anonLoaded int64
@@ -403,7 +407,7 @@ func (m *measurement) ready(ctx context.Context) error {
 // every Pod is bound, and reads what it cost: RSS, CPU (by component, with
 // profile), the apiserver's latency, the memory view.
 func (m *measurement) workload(ctx context.Context, profile bool) error {
-	before, err := scrapeLatency(ctx, m.client)
+	before, err := m.settle(ctx)
 	if err != nil {
 		return m.failed("before the workload", err)
 	}
@@ -458,6 +462,45 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 		return m.failed("after the workload", err)
 	}
 	return nil
+}
+
+// The settling before the workload: no request on the feature discovery's
+// objects for settleQuiet, within settleMax.
+const (
+	settleQuiet = 2 * time.Second
+	settleMax   = 2 * time.Minute
+)
+
+// settle waits, in A and B alike, until the apiserver has served no
+// request on the feature discovery's objects for settleQuiet, so that A's
+// first publication, which B has no counterpart of, stays out of the
+// workload window. It records how long that took and how many such
+// requests there were since exec, and returns the last scrape.
+func (m *measurement) settle(ctx context.Context) (histogram, error) {
+	start := time.Now()
+	last, quiet := -1.0, start
+	for {
+		h, err := scrapeLatency(ctx, m.client)
+		if err != nil {
+			return histogram{}, err
+		}
+		n, now := h.featureRequests(), time.Now()
+		if n != last {
+			last, quiet = n, now
+		}
+		if now.Sub(quiet) >= settleQuiet {
+			m.r.settle, m.r.featureRequests = now.Sub(start), n
+			return h, nil
+		}
+		if now.Sub(start) > settleMax {
+			return histogram{}, fmt.Errorf("requests on Feature objects still coming %s after ready (%.0f so far)", settleMax, n)
+		}
+		select {
+		case <-ctx.Done():
+			return histogram{}, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // stop stops the processes in reverse order of start, each after the

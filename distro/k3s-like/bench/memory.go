@@ -195,16 +195,6 @@ var generic = []string{
 	"github.com/golang/protobuf", "k8s.io/kube-openapi/pkg/util", "github.com/google/gnostic",
 }
 
-// funcPackage is the import path of a function's symbol name.
-func funcPackage(fn string) string {
-	slash := strings.LastIndexByte(fn, '/')
-	dot := strings.IndexByte(fn[slash+1:], '.')
-	if dot < 0 {
-		return fn
-	}
-	return fn[:slash+1+dot]
-}
-
 func isGeneric(pkg string) bool {
 	for _, g := range generic {
 		if pkg == strings.TrimSuffix(g, "/") || (strings.HasSuffix(g, "/") && strings.HasPrefix(pkg, g)) || strings.HasPrefix(pkg, g+"/") {
@@ -245,7 +235,7 @@ func heapByOwner(body []byte) (map[string]int64, int64, error) {
 				if line.Function == nil {
 					continue
 				}
-				pkg := funcPackage(line.Function.Name)
+				pkg := profshare.FuncPackage(line.Function.Name)
 				if owner == "" {
 					owner = pkg
 				}

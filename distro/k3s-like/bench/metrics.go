@@ -1,17 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
+
+	featuresv1alpha1 "github.com/kubeharness/kubeharness/components/apis/features/v1alpha1"
 )
 
 // latencyMetric is the apiserver's request latency histogram.
@@ -35,8 +36,6 @@ func newHistogram() histogram {
 	return histogram{buckets: map[float64]float64{}, kinds: map[string]float64{}, byKind: map[string]map[float64]float64{}}
 }
 
-var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
-
 // scrapeLatency reads the apiserver's own /metrics (Prometheus text) with
 // the admin client and sums latencyMetric's buckets.
 func scrapeLatency(ctx context.Context, c kubernetes.Interface) (histogram, error) {
@@ -51,78 +50,70 @@ func scrapeLatency(ctx context.Context, c kubernetes.Interface) (histogram, erro
 	return h, nil
 }
 
-// parseLatency sums latencyMetric's _bucket series by their le label,
-// leaving out the long-running verbs.
+// parseLatency sums latencyMetric's buckets by their upper bound, leaving
+// out the long-running verbs.
 func parseLatency(body []byte) (histogram, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return histogram{}, err
+	}
 	h := newHistogram()
-	prefix := latencyMetric + "_bucket{"
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
+	for _, m := range families[latencyMetric].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if longRunning[l["verb"]] {
 			continue
 		}
-		end := strings.LastIndexByte(line, '}')
-		if end < 0 {
-			return histogram{}, fmt.Errorf("malformed line %q", line)
-		}
-		var verb, le, res, sub, comp string
-		for _, m := range labelRE.FindAllStringSubmatch(line[len(prefix):end], -1) {
-			switch m[1] {
-			case "verb":
-				verb = m[2]
-			case "le":
-				le = m[2]
-			case "resource":
-				res = m[2]
-			case "subresource":
-				sub = m[2]
-			case "component":
-				comp = m[2]
-			}
-		}
-		if longRunning[verb] {
-			continue
-		}
-		f := strings.Fields(line[end+1:])
-		if le == "" || len(f) == 0 {
-			return histogram{}, fmt.Errorf("malformed line %q", line)
-		}
-		bound, err := strconv.ParseFloat(le, 64) // "+Inf" parses as +Inf
-		if err != nil {
-			return histogram{}, fmt.Errorf("le in %q: %w", line, err)
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return histogram{}, fmt.Errorf("value in %q: %w", line, err)
-		}
-		h.buckets[bound] += v
-		kind := verb + " " + res
-		switch {
-		case sub != "" && res == "": // a non-resource path
-			kind = verb + " " + sub
+		kind := l["verb"] + " " + l["resource"]
+		switch sub := l["subresource"]; {
+		case sub != "" && l["resource"] == "": // a non-resource path
+			kind = l["verb"] + " " + sub
 		case sub != "":
 			kind += "/" + sub
 		}
-		if comp != "" && comp != "apiserver" {
+		if comp := l["component"]; comp != "" && comp != "apiserver" {
 			kind += " (" + comp + ")"
 		}
 		if h.byKind[kind] == nil {
 			h.byKind[kind] = map[float64]float64{}
 		}
-		h.byKind[kind][bound] += v
-		if math.IsInf(bound, 1) {
-			h.kinds[kind] += v
+		for _, b := range m.GetHistogram().GetBucket() { // +Inf among them
+			n := float64(b.GetCumulativeCount()) + b.GetCumulativeCountFloat()
+			h.buckets[b.GetUpperBound()] += n
+			h.byKind[kind][b.GetUpperBound()] += n
+			if math.IsInf(b.GetUpperBound(), 1) {
+				h.kinds[kind] += n
+			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return histogram{}, err
 	}
 	if len(h.buckets) == 0 {
 		return histogram{}, fmt.Errorf("no %s buckets", latencyMetric)
 	}
 	return h, nil
+}
+
+// featureResources are the feature discovery's resources (package
+// components/apis/features/v1alpha1).
+var featureResources = map[string]bool{
+	featuresv1alpha1.Resource.Resource:                  true,
+	featuresv1alpha1.NodeFeatureReportResource.Resource: true,
+	featuresv1alpha1.FeatureProfileResource.Resource:    true,
+}
+
+// featureRequests counts the requests on featureResources, subresources
+// included.
+func (h histogram) featureRequests() float64 {
+	var n float64
+	for kind, c := range h.kinds {
+		f := strings.Fields(kind) // VERB resource[/sub] [(component)]
+		if len(f) >= 2 && featureResources[strings.SplitN(f[1], "/", 2)[0]] {
+			n += c
+		}
+	}
+	return n
 }
 
 // since is the histogram of the requests between before and h (both

@@ -24,11 +24,13 @@ func latencySeries(verb, resource, sub string, le01, le1, inf int) string {
 	return b.String()
 }
 
+// window is the histogram between two expositions of latencySeries.
 func window(t *testing.T, before, after string) histogram {
 	t.Helper()
-	b, err := parseLatency([]byte(before))
+	typ := "# TYPE " + latencyMetric + " histogram\n"
+	b, err := parseLatency([]byte(typ + before))
 	require.NoError(t, err)
-	a, err := parseLatency([]byte(after))
+	a, err := parseLatency([]byte(typ + after))
 	require.NoError(t, err)
 	return a.since(b)
 }
@@ -89,4 +91,17 @@ func TestReportRequestMix(t *testing.T) {
 	assert.Contains(t, out, "| "+p99Same+" | 0.10 | 0.10 |", "the summary by scale")
 	// Over every request A's slow APPLYs make its p99 about B's.
 	assert.Contains(t, out, "| "+p99All+" | 1.01 | 1.01 |")
+}
+
+// featureRequests counts every verb on the feature discovery's resources,
+// subresources included, and nothing else.
+func TestFeatureRequests(t *testing.T) {
+	empty := latencySeries("LIST", "pods", "", 0, 0, 0)
+	h := window(t, empty, latencySeries("APPLY", "features", "", 0, 254, 254)+
+		latencySeries("APPLY", "features", "status", 0, 254, 254)+
+		latencySeries("GET", "nodefeaturereports", "", 3, 3, 3)+
+		latencySeries("LIST", "pods", "", 7, 7, 7)+
+		latencySeries("GET", "featuregates", "", 5, 5, 5))
+	assert.Equal(t, 511.0, h.featureRequests())
+	assert.Equal(t, 0.0, window(t, empty, empty).featureRequests())
 }

@@ -182,16 +182,37 @@ func Unlabelled(s *profile.Sample) string {
 	case root == "", strings.HasPrefix(root, "runtime."):
 		return RuntimeOther
 	}
-	return "goroutine in " + funcPackage(root)
+	return "goroutine in " + FuncPackage(root)
 }
 
-// funcPackage is the import path of a function's symbol name.
-func funcPackage(fn string) string {
+// FuncPackage is the import path of a function's symbol name, a gopkg.in
+// path's version included ("gopkg.in/yaml.v3.Unmarshal" → "gopkg.in/yaml.v3").
+func FuncPackage(fn string) string {
 	slash := strings.LastIndexByte(fn, '/')
-	if dot := strings.IndexByte(fn[slash+1:], '.'); dot >= 0 {
-		return fn[:slash+1+dot]
+	last := fn[slash+1:]
+	dot := strings.IndexByte(last, '.')
+	if dot < 0 {
+		return fn
 	}
-	return fn
+	if strings.HasPrefix(fn, "gopkg.in/") {
+		if v := gopkgVersion(last[dot+1:]); v > 0 {
+			dot += 1 + v
+		}
+	}
+	return fn[:slash+1+dot]
+}
+
+// gopkgVersion is the length of a gopkg.in version ("v3") that starts s
+// and is followed by a dot, or 0.
+func gopkgVersion(s string) int {
+	i := 1
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if len(s) < 3 || s[0] != 'v' || i == 1 || i == len(s) || s[i] != '.' {
+		return 0
+	}
+	return i
 }
 
 // The kinds of work Work tells apart: what one process could spare its

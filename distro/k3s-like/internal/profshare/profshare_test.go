@@ -140,3 +140,21 @@ func addProfile(t *testing.T, samples ...*profile.Sample) profshare.Shares {
 	require.NoError(t, s.AddCPU(buf.Bytes()))
 	return s
 }
+
+func TestFuncPackage(t *testing.T) {
+	for fn, want := range map[string]string{
+		"k8s.io/client-go/tools/cache.(*Reflector).ListAndWatch": "k8s.io/client-go/tools/cache",
+		"runtime.mallocgc":                                 "runtime",
+		"net/http.(*conn).serve":                           "net/http",
+		"gopkg.in/yaml.v3.(*parser).parse":                 "gopkg.in/yaml.v3",
+		"gopkg.in/inf%2ev0.(*Dec).Scale":                   "gopkg.in/inf%2ev0",
+		"gopkg.in/yaml.v2.Unmarshal":                       "gopkg.in/yaml.v2",
+		"gopkg.in/natefinch/lumberjack.v2.(*Logger).Write": "gopkg.in/natefinch/lumberjack.v2",
+		"example.com/a.v2.F":                               "example.com/a", // only gopkg.in paths carry the version so
+		"main.main":                                        "main",
+		"noDot":                                            "noDot",
+		"gopkg.in/yaml.v":                                  "gopkg.in/yaml",
+	} {
+		assert.Equal(t, want, profshare.FuncPackage(fn), fn)
+	}
+}
