@@ -49,7 +49,7 @@ DATA_DIR ?= $(CURDIR)/.data/k3s-like
 # Where the node imports image archives from (k3s's airgap directory).
 IMAGES_DIR ?= $(DATA_DIR)/agent/images
 
-.PHONY: test-next next-core next-modfiles next-typecheck next-components next-example typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core size run build test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
+.PHONY: test-next next-core next-modfiles next-typecheck next-components next-example typecheck-minors test-cluster faults faults-short test-example-minors test-components-minors test-all-minors rehearsal generate test vet test-core test-minors consumer-check race race-core race-upstream fuzz bench bench-features bench-node bench-core size run build build-before test-components test-example test-minimal check-replaces images test-images conformance-bin conformance-images conformance conformance-fast
 
 # make test: what CI runs (.ci/run), one phase after another, with a table
 # of the phases' times at the end (hack/phases.sh; also in
@@ -264,10 +264,7 @@ BENCH_NODE_PAIRS ?= 3
 BENCH_NODE_RUNS ?= A,B,A-before,agent,agent-before
 K3S_LIKE_BEFORE := $(CURDIR)/distro/k3s-like/bench/out/k3s-like-before
 CONTAINERD_MOD := github.com/containerd/containerd/v2
-bench-node: build
-	mkdir -p distro/k3s-like/bench/out
-	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(subst embedhelpers$(comma),,$(BUILD_TAGS)) $(K8S_MODFILE) \
-		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE_BEFORE) ./cmd/k3s-like
+bench-node: build build-before
 	cd components && $(GO) build $(K8S_FLAGS) -ldflags "$(K8S_LDFLAGS)" -o $(CURDIR)/distro/k3s-like/bench/out/ \
 		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
 	cd distro/k3s-like && v=$$($(GO) list $(K8S_MODFILE) -m -f '{{.Version}}' $(CONTAINERD_MOD)) && \
@@ -277,6 +274,15 @@ bench-node: build
 	cd distro/k3s-like && $(GO) build $(K8S_FLAGS) -o $(CURDIR)/distro/k3s-like/bench/out/bench-node ./bench
 	./distro/k3s-like/bench/out/bench-node -k3s-like $(K3S_LIKE) -k3s-like-before $(K3S_LIKE_BEFORE) -containerd distro/k3s-like/bench/out/containerd -node $(BENCH_NODE_PODS) -pairs $(BENCH_NODE_PAIRS) -node-runs $(BENCH_NODE_RUNS) \
 		-kubelet distro/k3s-like/bench/out/kubelet -kube-proxy distro/k3s-like/bench/out/kube-proxy -node-images distro/k3s-like/bench/out/images -node-out distro/k3s-like/bench/results/NODE.md
+
+# The previous layout, $(K3S_LIKE_BEFORE): make build's binary without the
+# embedhelpers tag (the node runs the binary itself as shim and CNI
+# plugins). bench-node's before, and test-example's upgrade from it
+# (TestNodeUpgradeKeepsShims, K3S_LIKE_PREVIOUS).
+build-before: build
+	mkdir -p distro/k3s-like/bench/out
+	cd distro/k3s-like && $(GO) build -buildvcs=auto $(BUILD_STRIP) -tags $(subst embedhelpers$(comma),,$(BUILD_TAGS)) $(K8S_MODFILE) \
+		-ldflags "$(BUILD_LDFLAGS)" -o $(K3S_LIKE_BEFORE) ./cmd/k3s-like
 
 # The core module's own benchmarks.
 bench-core:
@@ -366,11 +372,12 @@ test-components:
 # The reference binary's end-to-end tests: they build bin/k3s-like-$(K8S_MINOR)
 # and run it as real child processes; the datastore fault scenarios
 # (FAULT_TESTS, about five minutes) are faults-short and faults, the cluster
-# network with host-gw (CLUSTER_TESTS) test-cluster. E2E_LOCK prefixes the
+# network with host-gw (CLUSTER_TESTS) test-cluster. The node upgrade from
+# the previous layout runs from $(K3S_LIKE_BEFORE) (build-before). E2E_LOCK prefixes the
 # run of the suites that start kubelets, for hosts where several checkouts
 # share the node's ports and cgroups (flock /PATH/e2e.lock).
-test-example: build
-	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && $(E2E_LOCK) env K3S_LIKE_BINARY=$(K3S_LIKE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
+test-example: build build-before
+	cd distro/k3s-like && $(GO) vet $(BUILD_STRIP) $(K8S_FLAGS) ./... && $(E2E_LOCK) env K3S_LIKE_BINARY=$(K3S_LIKE) K3S_LIKE_PREVIOUS=$(K3S_LIKE_BEFORE) $(GO) test $(BUILD_STRIP) $(K8S_FLAGS) -count=1 -timeout 30m \
 		-skip '^($(FAULT_TESTS)|$(CLUSTER_TESTS))$$' ./...
 
 # make test-cluster: the pod network between machines with flannel's

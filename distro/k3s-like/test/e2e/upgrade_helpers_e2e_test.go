@@ -55,7 +55,8 @@ spec:
 	s.apply(pod("kept"))
 	s.waitFor("true", 60*time.Second, "get", "pod", "kept", "-o", "jsonpath={.status.containerStatuses[0].ready}")
 	containerID := s.kubectl("get", "pod", "kept", "-o", "jsonpath={.status.containerStatuses[0].containerID}")
-	config, err := os.ReadFile(filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml"))
+	configPath := filepath.Join(dataDir, "agent", "etc", "containerd", "config.toml")
+	config, err := os.ReadFile(configPath)
 	require.NoError(t, err)
 	socket := tomlString(t, config, "address")
 	tab, err := proctree.Read()
@@ -76,6 +77,23 @@ spec:
 	}
 	container := sleeps(tab)
 	require.Len(t, container, 1, "the kept Pod's process")
+
+	// containerd: the previous binary itself before, the embedded helper
+	// program after.
+	containerdExe := func() string {
+		tab, err := proctree.Read()
+		require.NoError(t, err)
+		for pid, p := range tab {
+			if strings.Contains(p.Cmdline, "--config "+configPath+" ") {
+				exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+				return exe
+			}
+		}
+		return ""
+	}
+	prevExe, err := filepath.EvalSymlinks(prev)
+	require.NoError(t, err)
+	assert.Equal(t, prevExe, containerdExe(), "containerd before the upgrade")
 
 	require.NoError(t, syscall.Kill(s.pid, syscall.SIGKILL))
 	<-s.exited
@@ -109,5 +127,6 @@ spec:
 		}
 	}
 	assert.Positive(t, fromHelpers, "the new Pod's shim runs from the embedded helpers")
+	assert.Regexp(t, "^"+filepath.Join(dataDir, "data")+"/[0-9a-f]{64}/bin/containerd$", containerdExe(), "containerd after the upgrade")
 	require.NoError(t, s2.stop())
 }
