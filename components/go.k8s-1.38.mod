@@ -7,7 +7,7 @@ toolchain go1.27.3
 require (
 	github.com/coreos/go-iptables v0.8.0
 	github.com/coreos/go-semver v0.3.1
-	github.com/flannel-io/flannel v0.28.4
+	github.com/flannel-io/flannel v0.28.10
 	github.com/go-logr/logr v1.4.4
 	github.com/kubeharness/kubeharness v0.0.0
 	github.com/prometheus/client_golang v1.25.0
@@ -53,7 +53,7 @@ require (
 	github.com/Microsoft/hcsshim v0.14.1 // indirect
 	github.com/Microsoft/hnslib v0.1.3 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
-	github.com/avast/retry-go/v4 v4.7.0 // indirect
+	github.com/avast/retry-go/v5 v5.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
@@ -95,6 +95,7 @@ require (
 	github.com/google/gnostic-models v0.7.1 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/nftables v0.3.0 // indirect
+	github.com/google/renameio/v2 v2.0.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect

@@ -117,11 +117,11 @@ require (
 	github.com/xiang90/probing v0.0.0-20221125231312-a49e3df8f510 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	go.etcd.io/etcd/api/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/client/pkg/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/client/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/pkg/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/server/v3 v3.7.0 // indirect
+	go.etcd.io/etcd/api/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/client/pkg/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/client/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/pkg/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/server/v3 v3.7.2 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.69.0 // indirect
@@ -232,6 +232,7 @@ replace (
 	github.com/coredns/corefile-migration => github.com/coredns/corefile-migration v1.0.31
 	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
 	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+	github.com/flannel-io/flannel => github.com/flannel-io/flannel v0.28.4
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
 	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
 	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.21.0
@@ -239,6 +240,7 @@ replace (
 	github.com/go-openapi/swag => github.com/go-openapi/swag v0.23.0
 	github.com/golang-jwt/jwt/v5 => github.com/golang-jwt/jwt/v5 v5.3.0
 	github.com/google/cel-go => github.com/google/cel-go v0.26.0
+	github.com/google/gofuzz => github.com/google/gofuzz v1.2.0
 	github.com/google/pprof => github.com/google/pprof v0.0.0-20260115054156-294ebfa9ad83
 	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7
 	github.com/klauspost/compress => github.com/klauspost/compress v1.18.0

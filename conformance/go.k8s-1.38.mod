@@ -242,8 +242,6 @@ replace (
 	github.com/grpc-ecosystem/grpc-gateway/v2 => github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0
 	github.com/klauspost/compress => github.com/klauspost/compress v1.20.1
 	github.com/mdlayher/socket => github.com/mdlayher/socket v0.7.0
-	github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.33.0
-	github.com/onsi/gomega => github.com/onsi/gomega v1.44.0
 	github.com/opencontainers/cgroups => github.com/opencontainers/cgroups v0.1.0
 	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.3

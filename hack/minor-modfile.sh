@@ -2,7 +2,7 @@
 # The modfiles of another Kubernetes minor, generated from the default
 # minor's go.mod files (components/go.mod pins the default minor):
 #
-#   hack/minor-modfile.sh 1.36.3 3.6.8 2.2.9   # k8s.io/kubernetes version, the etcd version it requires, the containerd version k3s-like runs with it
+#   FLANNEL=0.28.4 hack/minor-modfile.sh 1.36.3 3.6.8 2.2.9   # k8s.io/kubernetes version, the etcd version it requires, the containerd version k3s-like runs with it; FLANNEL, if set, flannel's version at that minor
 #   hack/minor-modfile.sh 1.38.0-beta.0 3.7.3 2.4.2 go1.27.3   # a minor newer than the default, whose modules need a newer Go
 #   hack/minor-modfile.sh --check        # every committed minor up to the default, versions read from its modfile
 #   hack/minor-modfile.sh --check 1.38   # the minors named
@@ -16,7 +16,10 @@
 #
 # (At 1.36 the etcd modules come out at v3.6.10, not 3.6.8: flannel v0.28.4,
 # in components/flannel, requires that; --check reads it back from the
-# modfile.)
+# modfile. Flannel is pinned per minor there: the default minor's, v0.28.10,
+# requires etcd v3.7.2 and etcd's raft v3.7, which 1.36's etcd server does
+# not build with; v0.28.4 panics when its netlink link subscription closes,
+# flannel#2549, fixed in v0.28.10 only.)
 #
 # writes, for the minor 1.36:
 #   - components/go.k8s-1.36.mod (.sum): components/go.mod without its
@@ -49,13 +52,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fmt='{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}'
 
-# generate K8S ETCD CONTAINERD SUFFIX [TOOLCHAIN]: writes the modfiles of
-# K8S's minor with SUFFIX before .mod (empty for the committed ones).
+# generate K8S ETCD CONTAINERD SUFFIX [TOOLCHAIN [FLANNEL]]: writes the
+# modfiles of K8S's minor with SUFFIX before .mod (empty for the committed
+# ones); FLANNEL, if given, is flannel's version in them.
 # CONTAINERD is the github.com/containerd/containerd/v2 version of
 # k3s-like's node at that minor (one whose dependencies the minor's kubelet
 # shares); TOOLCHAIN, if given, the Go toolchain of that minor.
 generate() {
-  local k8s=$1 etcd=$2 containerd=$3 suffix=$4 toolchain=${5:-}
+  local k8s=$1 etcd=$2 containerd=$3 suffix=$4 toolchain=${5:-} flannel=${6:-}
   local minor staging=0.${k8s#1.}
   minor=$(minorof "$k8s")
   [ -z "$toolchain" ] || local -x GOTOOLCHAIN=$toolchain
@@ -70,6 +74,7 @@ generate() {
     sed -e "s#k8s.io/kubernetes v$default#k8s.io/kubernetes v$k8s#" \
         -e "s#\(k8s.io/[a-z0-9-]*\) v$dstaging#\1 v$staging#g" \
         -e "s#\(go.etcd.io/etcd/[a-z0-9/]*\) v3\.[0-9]*\.[0-9]*#\1 v$etcd#" > "$c"
+  [ -z "$flannel" ] || go mod edit -modfile="$c" -require="github.com/flannel-io/flannel@v$flannel"
   cp go.sum "${c%.mod}.sum"
   tidy "$c" "$toolchain"
   go list -e -modfile="$c" -m -f "$fmt" all | awk 'NF == 2' | sort > "$tmp/components"
@@ -127,8 +132,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f "$root"/{components,distro/k3s-like,conformance}/go.k8s-*.check.{mod,sum}' EXIT
 
 if [ "${1:-}" != --check ]; then
-  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" "" "${4:-}"
-  echo "wrote components/, distro/k3s-like/ and conformance/go.k8s-$(minorof "$1").mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3${4:+, $4})"
+  generate "${1:?kubernetes version, e.g. 1.36.3}" "${2:?etcd version, e.g. 3.6.8}" "${3:?containerd version, e.g. 2.2.9}" "" "${4:-}" "${FLANNEL:-}"
+  echo "wrote components/, distro/k3s-like/ and conformance/go.k8s-$(minorof "$1").mod (k8s.io/kubernetes v$1, etcd v$2, containerd v$3${4:+, $4}${FLANNEL:+, flannel v$FLANNEL})"
   exit 0
 fi
 
@@ -150,14 +155,15 @@ for m in "$root"/components/go.k8s-*.mod; do
   etcd=$(awk '$1 == "go.etcd.io/etcd/server/v3" { sub(/^v/, "", $2); print $2; exit }' "$m")
   toolchain=$(awk '$1 == "toolchain" { print $2; exit }' "$m")
   containerd=$(awk '$1 == "github.com/containerd/containerd/v2" { sub(/^v/, "", $2); print $2; exit }' "$root/distro/k3s-like/go.k8s-$minor.mod")
-  generate "$k8s" "$etcd" "$containerd" .check "$toolchain"
+  flannel=$(awk '$1 == "github.com/flannel-io/flannel" { sub(/^v/, "", $2); print $2; exit }' "$m")
+  generate "$k8s" "$etcd" "$containerd" .check "$toolchain" "$flannel"
   for f in "$root"/{components,distro/k3s-like,conformance}/go.k8s-$minor; do
     if ! diff -q "$f.mod" "$f.check.mod" >/dev/null; then
-      echo "minor-modfile: ${f#$root/}.mod is not what hack/minor-modfile.sh $k8s $etcd $containerd $toolchain generates: run it" >&2
+      echo "minor-modfile: ${f#$root/}.mod is not what FLANNEL=$flannel hack/minor-modfile.sh $k8s $etcd $containerd $toolchain generates: run it" >&2
       diff "$f.mod" "$f.check.mod" >&2 || true
       status=1
     fi
   done
-  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd, containerd v$containerd${toolchain:+, $toolchain})"
+  [ $status -ne 0 ] || echo "minor-modfile: the modfiles of $minor are up to date (k8s.io/kubernetes v$k8s, etcd v$etcd, containerd v$containerd, flannel v$flannel${toolchain:+, $toolchain})"
 done
 exit $status

@@ -21,9 +21,9 @@ require (
 	github.com/spf13/pflag v1.1.0
 	github.com/stretchr/testify v1.12.1
 	github.com/vishvananda/netlink v1.3.1
-	go.etcd.io/etcd/api/v3 v3.7.0
-	go.etcd.io/etcd/client/pkg/v3 v3.7.0
-	go.etcd.io/etcd/client/v3 v3.7.0
+	go.etcd.io/etcd/api/v3 v3.7.2
+	go.etcd.io/etcd/client/pkg/v3 v3.7.2
+	go.etcd.io/etcd/client/v3 v3.7.2
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.1
 	golang.org/x/crypto v0.56.0
@@ -112,7 +112,7 @@ require (
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/camelcase v1.0.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
-	github.com/flannel-io/flannel v0.28.4 // indirect
+	github.com/flannel-io/flannel v0.28.10 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.4 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
@@ -207,9 +207,9 @@ require (
 	github.com/xlab/treeprint v1.2.0 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
-	go.etcd.io/etcd/etcdutl/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/pkg/v3 v3.7.0 // indirect
-	go.etcd.io/etcd/server/v3 v3.7.0 // indirect
+	go.etcd.io/etcd/etcdutl/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/pkg/v3 v3.7.2 // indirect
+	go.etcd.io/etcd/server/v3 v3.7.2 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
 	go.opencensus.io v0.24.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -284,9 +284,11 @@ replace github.com/kubeharness/kubeharness/components => ../../components
 replace (
 	cyphar.com/go-pathrs => cyphar.com/go-pathrs v0.2.2
 	github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161
+	github.com/BurntSushi/toml => github.com/BurntSushi/toml v0.3.1
 	github.com/Microsoft/go-winio => github.com/Microsoft/go-winio v0.6.2
 	github.com/Microsoft/hnslib => github.com/Microsoft/hnslib v0.1.2
 	github.com/antlr4-go/antlr/v4 => github.com/antlr4-go/antlr/v4 v4.13.0
+	github.com/cheggaaa/pb/v3 => github.com/cheggaaa/pb/v3 v3.1.6
 	github.com/container-storage-interface/spec => github.com/container-storage-interface/spec v1.9.0
 	github.com/containerd/containerd/api => github.com/containerd/containerd/api v1.10.0
 	github.com/containerd/log => github.com/containerd/log v0.1.0
@@ -296,6 +298,7 @@ replace (
 	github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.1
 	github.com/fatih/color => github.com/fatih/color v1.18.0
 	github.com/felixge/httpsnoop => github.com/felixge/httpsnoop v1.0.4
+	github.com/flannel-io/flannel => github.com/flannel-io/flannel v0.28.4
 	github.com/fsnotify/fsnotify => github.com/fsnotify/fsnotify v1.9.0
 	github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
 	github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.21.0
@@ -321,12 +324,16 @@ replace (
 	github.com/prometheus/common => github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs => github.com/prometheus/procfs v0.19.2
 	github.com/sirupsen/logrus => github.com/sirupsen/logrus v1.9.3
+	github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common => github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common v1.3.79
+	github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc => github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc v1.3.75
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v3.6.10
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v3.6.10
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v3.6.10
+	go.etcd.io/etcd/etcdctl/v3 => go.etcd.io/etcd/etcdctl/v3 v3.6.10
 	go.etcd.io/etcd/etcdutl/v3 => go.etcd.io/etcd/etcdutl/v3 v3.6.10
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v3.6.10
 	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 v3.6.10
+	go.etcd.io/etcd/tests/v3 => go.etcd.io/etcd/tests/v3 v3.6.10
 	go.etcd.io/raft/v3 => go.etcd.io/raft/v3 v3.6.0
 	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful => go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.65.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc => go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0
