@@ -15,6 +15,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -41,6 +43,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/node/proctree"
 	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cisfiles"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/harness"
 )
@@ -576,6 +579,9 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 	if _, err := controlplane.EnsurePKI(layout, controlplane.Settings{APIServerPort: p.https, ServiceClusterIPRange: cidr}, datadir.AdminKubeconfig(dir)); err != nil {
 		return nil, err
 	}
+	if err := upstreamFiles(dir, args["kube-apiserver"]); err != nil {
+		return nil, err
+	}
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(p.etcdClient)
 	peer := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
 	etcdArgs := []string{
@@ -641,6 +647,27 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 		return procs, err
 	}
 	return procs, start(c.kcm, args["kube-controller-manager"])
+}
+
+// upstreamFiles writes what A's server writes before its apiserver starts
+// and its flags name: the CIS defaults (package cisfiles: the audit policy,
+// the Pod Security configuration, the audit log's directory), and for
+// --token-auth-file a token file of one random token (A's holds the join
+// credentials, which no request of the bench uses).
+func upstreamFiles(dir string, apiserverArgs []string) error {
+	if err := cisfiles.Write(dir, true); err != nil {
+		return err
+	}
+	path, ok := kubeargs.Value(apiserverArgs, "token-auth-file")
+	if !ok {
+		return nil
+	}
+	token := make([]byte, 16)
+	if _, err := rand.Read(token); err != nil {
+		return err
+	}
+	line := hex.EncodeToString(token) + ",bench-unused,bench-unused\n" // token,user,uid
+	return os.WriteFile(path, []byte(line), 0o600)
 }
 
 // dryRunArgs reads each component's arguments from `server --dry-run -o

@@ -5,57 +5,16 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubeharness/kubeharness/components/kubeargs"
 	"github.com/kubeharness/kubeharness/components/pki"
-	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/atomicfile"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cisfiles"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/secretsencrypt"
 )
-
-// auditPolicy is the audit policy of k3s's CIS hardening guide: every
-// request at Metadata (who, what, when, the answer's code; never a body,
-// so never a Secret's data).
-const auditPolicy = `# k3s-like's default audit policy, the CIS hardening guide's (k3s): every
-# request at Metadata level, no bodies. Edit it here, or pass your own with
-# --kube-apiserver-arg=audit-policy-file=FILE.
-apiVersion: audit.k8s.io/v1
-kind: Policy
-rules:
-- level: Metadata
-`
-
-// podSecurityConfig is the default Pod Security admission configuration:
-// baseline enforced in every namespace not labelled otherwise (no
-// privileged containers, host namespaces, hostPath volumes or host ports),
-// kube-system exempt as in k3s's hardened profile (the packaged
-// components run there); audit and warn at baseline too.
-const podSecurityConfig = `# k3s-like's default Pod Security admission configuration (--pod-security-admission-config-file
-# replaces it): baseline enforced by default, kube-system exempt. A namespace
-# label pod-security.kubernetes.io/enforce=LEVEL overrides the default.
-apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: PodSecurity
-  configuration:
-    apiVersion: pod-security.admission.config.k8s.io/v1
-    kind: PodSecurityConfiguration
-    defaults:
-      enforce: baseline
-      enforce-version: latest
-      audit: baseline
-      audit-version: latest
-      warn: baseline
-      warn-version: latest
-    exemptions:
-      usernames: []
-      runtimeClasses: []
-      namespaces: [kube-system]
-`
 
 // The audit log's rotation, the CIS Benchmark's values (1.2.17–1.2.19):
 // days kept, files kept, megabytes per file.
@@ -143,19 +102,7 @@ func (o *options) checkCIS(user []kubeargs.Arg) error {
 // (0700), and with --secrets-encryption the encryption config (a new key
 // the first time; an existing config is checked and kept).
 func (o *options) writeCISFiles(now time.Time) error {
-	files := map[string]string{datadir.AuditPolicy(o.DataDir): auditPolicy}
-	if o.psaConfigFile == "" {
-		files[datadir.PodSecurityConfig(o.DataDir)] = podSecurityConfig
-	}
-	for path, content := range files {
-		if _, err := os.Stat(path); err == nil {
-			continue
-		}
-		if err := atomicfile.Write(path, []byte(content), 0o600); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(datadir.AuditLog(o.DataDir)), 0o700); err != nil {
+	if err := cisfiles.Write(o.DataDir, o.psaConfigFile == ""); err != nil {
 		return err
 	}
 	if !o.secretsEncryption {

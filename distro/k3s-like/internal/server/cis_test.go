@@ -14,6 +14,8 @@ import (
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/secretsencrypt"
+
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/cisfiles"
 )
 
 func apiserverArgs(t *testing.T, args ...string) ([]string, error) {
@@ -154,5 +156,5 @@ func TestWriteCISFiles(t *testing.T) {
 	require.NoError(t, o.writeCISFiles(time.Now()))
 	_, err = os.Stat(datadir.EncryptionConfig(o.DataDir))
 	assert.True(t, os.IsNotExist(err), "no config without --secrets-encryption")
-	assert.False(t, strings.Contains(auditPolicy, "RequestResponse"), "no bodies in the log")
+	assert.False(t, strings.Contains(cisfiles.AuditPolicy, "RequestResponse"), "no bodies in the log")
 }
