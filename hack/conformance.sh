@@ -70,6 +70,11 @@ fi
 work=$(mktemp -d /var/tmp/k3s-like-conformance.XXXXXX)
 data=$work/data
 mkdir -p "$data/agent/images" "$work/bin"
+# The run's own copy of the binary: a make build in the checkout while the
+# suite runs must not change what the nodes, kubectl and the results' commit
+# are.
+cp "$K3S_LIKE" "$work/bin/k3s-like"
+K3S_LIKE=$work/bin/k3s-like
 pids=()
 ETCD_TMPFS=${ETCD_TMPFS:-1}
 if [ "$ETCD_TMPFS" = 1 ]; then
@@ -185,8 +190,8 @@ set +e
   --kubectl-path="$work/bin/kubectl" --report-dir="$out" > "$out/e2e.log" 2>&1
 code=$?
 set -e
-# The commit the binary was built from (its --version: the checkout may
-# have moved on during the run), and a focus other than the default.
+# The commit the binary was built from (its --version), and a focus other
+# than the default.
 rev=$("$K3S_LIKE" --version 2>/dev/null | awk '/kubeharness:/ {print $2; exit}')
 rev=${rev:-unknown}
 meta=(-meta "k3s-like=$rev")
