@@ -169,13 +169,17 @@ func (j NodeJoin) publishWith(ctx context.Context, client kubernetes.Interface, 
 	if err := j.claimNodeName(ctx, client); err != nil {
 		return err
 	}
-	if err := j.publishJoin(ctx, client, time.Now(), log, clientCA, signer); err != nil {
-		return err
-	}
+	// Then what a joining agent needs (its rights, the CRDs of its
+	// reports), and last the token and settings it joins with: an agent
+	// that starts with the server must not join before it may ask for its
+	// certificate (it would be refused, and exit).
 	if err := installCRDs(ctx); err != nil {
 		return err
 	}
-	return publishNodeAccess(ctx, client)
+	if err := publishNodeAccess(ctx, client); err != nil {
+		return err
+	}
+	return j.publishJoin(ctx, client, time.Now(), log, clientCA, signer)
 }
 
 // claimNodeName claims the server's node name for its node password
