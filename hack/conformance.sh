@@ -67,6 +67,15 @@ ip route add default via 192.0.2.1 dev eth0
 exec "$@"' sh "$0" "$minor" "$out"
 fi
 
+# The kubelets' default hard eviction thresholds (imagefs.available<15%,
+# nodefs.available<10%) taint both nodes when the file system under
+# /var/tmp has less free: the suite then waits for schedulable nodes, and
+# its specs time out.
+read -r size avail < <(df --output=size,avail /var/tmp | tail -1)
+if [ $((avail * 100 / size)) -lt 16 ]; then
+  echo "conformance: /var/tmp's file system has $((avail * 100 / size))% free ($((avail / 1048576)) GiB); the kubelets taint their nodes below 15% (imagefs.available): free some space (the Go build cache: go clean -cache)" >&2
+  exit 1
+fi
 work=$(mktemp -d /var/tmp/k3s-like-conformance.XXXXXX)
 data=$work/data
 mkdir -p "$data/agent/images" "$work/bin"
