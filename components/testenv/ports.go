@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kubeharness/kubeharness/components/node/proctree"
 )
 
 // Ports are picked at random in [portLow, min(portHigh, the kernel's
@@ -77,7 +79,7 @@ func reservePort(dir string, port, pid int) (bool, error) {
 	switch {
 	case err == nil:
 		holder, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if perr == nil && (holder == pid || running(holder)) {
+		if perr == nil && (holder == pid || proctree.Alive(holder)) {
 			return false, nil
 		}
 	case !errors.Is(err, os.ErrNotExist):
@@ -87,15 +89,6 @@ func reservePort(dir string, port, pid int) (bool, error) {
 		return false, fmt.Errorf("testenv: port reservations: %w", err)
 	}
 	return true, nil
-}
-
-// running reports whether a process with this PID exists.
-func running(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux),
