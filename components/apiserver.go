@@ -21,6 +21,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/internal/fence"
 	"github.com/kubeharness/kubeharness/components/internal/flags"
 	"github.com/kubeharness/kubeharness/components/internal/guard"
+	"github.com/kubeharness/kubeharness/components/internal/inproc"
 	"github.com/kubeharness/kubeharness/components/internal/probe"
 	"github.com/kubeharness/kubeharness/components/names"
 	"github.com/kubeharness/kubeharness/harness"
@@ -46,11 +47,13 @@ type APIServer struct {
 	loopback *rest.Config // guarded by mu
 
 	afterEtcdReady bool // WaitForEtcd
+
+	inProcess *inproc.Server // InProcess's: the server while Run serves; shared with Renew's
 }
 
 // NewAPIServer returns a kube-apiserver component.
 func NewAPIServer() *APIServer {
-	return &APIServer{lifecycle: newLifecycle(APIServerName, nil)}
+	return &APIServer{lifecycle: newLifecycle(APIServerName, nil), inProcess: &inproc.Server{Name: APIServerName}}
 }
 
 // Name returns "kube-apiserver".
@@ -60,8 +63,22 @@ func (a *APIServer) Name() string { return APIServerName }
 func (a *APIServer) Renew() harness.Component {
 	n := NewAPIServer()
 	n.afterEtcdReady = a.afterEtcdReady
+	n.inProcess = a.inProcess
 	return n
 }
+
+// InProcess makes the requests of clients made from cfg from now on go to
+// the apiserver of this process without a connection (no TLS, no HTTP/2,
+// no socket), while Run serves — this APIServer's, or its Renew's after a
+// restart; before that, and once it stopped, they fail with
+// *inproc.NotServingError. The apiserver still authenticates and
+// authorizes each request as the client's: cfg's client certificate
+// (CertData or CertFile, read now) is the request's TLS peer certificate,
+// its other credentials are headers as before. Upgrades (exec, attach,
+// port-forward) and clients derived without cfg's transport wrappers
+// (rest.AnonymousClientConfig) go over the network with cfg's TLS
+// settings. cfg.Host must be this apiserver's.
+func (a *APIServer) InProcess(cfg *rest.Config) error { return inproc.Wrap(cfg, a.inProcess) }
 
 // WaitForEtcd makes kube-apiserver start only once embedded etcd is ready,
 // not early (StartsEarly): for an etcd member that joins a cluster, which
@@ -134,6 +151,13 @@ func (a *APIServer) serve(ctx context.Context) error {
 	loopbackFence := fence.New(stopGrace, true)
 	defer loopbackFence.MarkStopped(APIServerName, "returned")
 	loopbackFence.Wrap(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig)
+	// The loopback clients made from here on (the post-start hooks', the
+	// readiness probe's) are served in process; those NewConfig made keep
+	// their connections.
+	if err := a.InProcess(cfg.KubeAPIs.ControlPlane.Generic.LoopbackClientConfig); err != nil {
+		closeUnusedListener(cfg.KubeAPIs.ControlPlane.Generic.SecureServing)
+		return err
+	}
 	inFlight := fence.New(servedGrace, false)
 	defer inFlight.MarkStopped(APIServerName, "returned")
 	if agg := cfg.Aggregator; agg != nil && agg.GenericConfig != nil { // the server chain's outermost: it serves every request
@@ -177,6 +201,12 @@ func (a *APIServer) serve(ctx context.Context) error {
 		closeListener()
 		return err
 	}
+	a.inProcess.Serve(ctx, srv.GenericAPIServer.Handler)
+	defer func() {
+		if !a.inProcess.Stop(stopGrace) {
+			logger.Info("In-process requests still running after the stop; left to return on their own", "after", stopGrace)
+		}
+	}()
 	loopback := rest.CopyConfig(srv.GenericAPIServer.LoopbackClientConfig)
 	a.mu.Lock()
 	a.loopback = loopback

@@ -57,7 +57,8 @@ type ControllerManager struct {
 	*lifecycle // ready: /healthz ok while leading
 	opts       *kcmopts.KubeControllerManagerOptions
 	nfs        cliflag.NamedFlagSets
-	restConfig *rest.Config // WithRESTConfig's; nil: --kubeconfig
+	restConfig *rest.Config             // WithRESTConfig's; nil: --kubeconfig
+	connect    func(*rest.Config) error // ConnectVia's
 }
 
 // NewControllerManager returns a kube-controller-manager component.
@@ -98,14 +99,27 @@ func (m *ControllerManager) WithRESTConfig(cfg *rest.Config) *ControllerManager 
 	return m
 }
 
+// ConnectVia makes the controller-manager pass its client configuration
+// (from --kubeconfig or WithRESTConfig), once upstream built it and before
+// any client is made from it, to fn, which may change how it connects —
+// APIServer.InProcess — and returns m. An error of fn fails Run. Call it
+// before m is added to a harness; nil undoes it. The controllers' clients
+// with --use-service-account-credentials are derived without transport
+// wrappers (rest.AnonymousClientConfig), as upstream derives them, and
+// keep the network.
+func (m *ControllerManager) ConnectVia(fn func(*rest.Config) error) *ControllerManager {
+	m.connect = fn
+	return m
+}
+
 // Name returns "kube-controller-manager".
 func (m *ControllerManager) Name() string { return ControllerManagerName }
 
 // Renew returns a new, unstarted kube-controller-manager with the same
-// rest.Config, if one was given, and the same leader-election identity
+// rest.Config and ConnectVia, if given, and the same leader-election identity
 // (see Run), for harness.Restart and Harness.Recover.
 func (m *ControllerManager) Renew() harness.Component {
-	n := NewControllerManager().WithRESTConfig(m.restConfig)
+	n := NewControllerManager().WithRESTConfig(m.restConfig).ConnectVia(m.connect)
 	n.elector = m.elector.Successor()
 	return n
 }
@@ -321,6 +335,12 @@ func (m *ControllerManager) config(ctx context.Context, clients *fence.Fence) (*
 	// As upstream: the user agent is set on the configuration too, and
 	// every controller's client replaces it with its own.
 	rest.AddUserAgent(kubeconfig, kcmopts.KubeControllerManagerUserAgent)
+	if m.connect != nil {
+		if err := m.connect(kubeconfig); err != nil {
+			closeUnserved(c)
+			return nil, nil, fmt.Errorf("kube-controller-manager: connecting its client configuration: %w", err)
+		}
+	}
 	leaseConfig := rest.CopyConfig(kubeconfig)
 	clients.Wrap(kubeconfig)
 	client, err := clientset.NewForConfig(withBootstrapBurst(kubeconfig, len(kcmapp.KnownControllers())))

@@ -62,6 +62,10 @@ type Publisher struct {
 	// Kubeconfig is the admin kubeconfig the server writes after the
 	// barrier (it exists before any component runs).
 	Kubeconfig string
+	// Connect, if set, may change how the client configuration read from
+	// Kubeconfig connects (components.APIServer.InProcess); its error is
+	// retried as the apiserver's are.
+	Connect func(*rest.Config) error
 	// Plan returns the server's feature plan (harness.Status().Plan).
 	Plan func() *scoping.Plan
 	// Concurrency is the number of applies in flight; 0 means 8.
@@ -84,7 +88,7 @@ var (
 // (a scheduler demoted after a lost lease) and it with them.
 func (p *Publisher) Renew() harness.Component {
 	return &Publisher{Server: p.Server, FieldManager: p.FieldManager, UserAgent: p.UserAgent, Kubeconfig: p.Kubeconfig,
-		Plan: p.Plan, Concurrency: p.Concurrency, MaxBackoff: p.MaxBackoff}
+		Connect: p.Connect, Plan: p.Plan, Concurrency: p.Concurrency, MaxBackoff: p.MaxBackoff}
 }
 
 // Name returns Name, "feature-publisher".
@@ -144,7 +148,7 @@ func (p *Publisher) connect(ctx context.Context) (dynamic.Interface, []*features
 	if plan == nil {
 		return nil, nil, errors.New("no feature plan yet")
 	}
-	cfg, err := clientConfig(p.Kubeconfig, p.userAgent(), "")
+	cfg, err := clientConfig(p.Kubeconfig, p.userAgent(), "", p.Connect)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,12 +165,17 @@ func (p *Publisher) connect(ctx context.Context) (dynamic.Interface, []*features
 
 // clientConfig is kubeconfig's client configuration (a new one each call),
 // its user agent userAgent, or fallback if that is "".
-func clientConfig(kubeconfig, userAgent, fallback string) (*rest.Config, error) {
+func clientConfig(kubeconfig, userAgent, fallback string, connect func(*rest.Config) error) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	cfg.UserAgent = cmp.Or(userAgent, fallback)
+	if connect != nil {
+		if err := connect(cfg); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: connecting: %w", kubeconfig, err)
+		}
+	}
 	return cfg, nil
 }
 

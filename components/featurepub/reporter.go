@@ -263,7 +263,7 @@ func (r *Reporter) sendOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := clientConfig(r.Kubeconfig, r.UserAgent, "kubeharness-feature-reporter")
+	cfg, err := clientConfig(r.Kubeconfig, r.UserAgent, "kubeharness-feature-reporter", nil)
 	if err != nil {
 		return 0, err
 	}

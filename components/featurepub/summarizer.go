@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -45,6 +46,9 @@ type Summarizer struct {
 	// Kubeconfig is the admin kubeconfig the server writes after the
 	// barrier.
 	Kubeconfig string
+	// Connect, if set, may change how the client configuration read from
+	// Kubeconfig connects (components.APIServer.InProcess).
+	Connect func(*rest.Config) error
 	// FieldManager is the server-side apply field manager, the same in
 	// every server; "" means "kubeharness/node-summary".
 	FieldManager string
@@ -81,7 +85,7 @@ func (s *Summarizer) Ready(context.Context) error { return nil }
 // Renew is harness.Renewer's: a new, unstarted Summarizer with the same
 // settings.
 func (s *Summarizer) Renew() harness.Component {
-	return &Summarizer{Kubeconfig: s.Kubeconfig, FieldManager: s.FieldManager, UserAgent: s.UserAgent,
+	return &Summarizer{Kubeconfig: s.Kubeconfig, Connect: s.Connect, FieldManager: s.FieldManager, UserAgent: s.UserAgent,
 		Interval: s.Interval, ProfileGrace: s.ProfileGrace}
 }
 
@@ -107,7 +111,7 @@ func (s *Summarizer) fieldManager() string {
 // through ctx's logger (klog.FromContext).
 func (s *Summarizer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	cfg, err := clientConfig(s.Kubeconfig, s.UserAgent, "kubeharness-feature-summarizer")
+	cfg, err := clientConfig(s.Kubeconfig, s.UserAgent, "kubeharness-feature-summarizer", s.Connect)
 	if err != nil {
 		logger.Error(err, "No client; summarizing nothing", "kubeconfig", s.Kubeconfig)
 		<-ctx.Done()

@@ -45,11 +45,16 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 	if !o.externalDatastore() {
 		cp.db = etcd.New(o.etcdConfig())
 	}
+	// The clients that can be given a transport are served by the
+	// apiserver in the process, without TLS or a socket; each is still
+	// authenticated as itself (APIServer.InProcess). The scheduler's
+	// cannot: upstream's Setup builds them from its kubeconfig alone.
+	api := o.apiServer()
 	if !o.disableScheduler {
 		cp.scheduler = components.NewScheduler()
 	}
 	if !o.disableKCM {
-		cp.kcm = components.NewControllerManager()
+		cp.kcm = components.NewControllerManager().ConnectVia(api.InProcess)
 	}
 	// KEP-3920 feature discovery: publish the plan as Feature objects once
 	// every other component is ready (it never fails the harness), with
@@ -60,6 +65,7 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/" + o.NodeName,
 		UserAgent:    "k3s-like-feature-publisher",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
+		Connect:      api.InProcess,
 	}
 	// The cluster's view of each Feature, the nodes' reports included; the
 	// servers share its field manager.
@@ -67,10 +73,11 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		FieldManager: "k3s-like/node-summary",
 		UserAgent:    "k3s-like-feature-summarizer",
 		Kubeconfig:   o.layout().FeaturePublisherKubeconfig(),
+		Connect:      api.InProcess,
 	}
 	if err := (controlplane.Components{
 		Etcd:              cp.db,
-		APIServer:         o.apiServer(),
+		APIServer:         api,
 		Scheduler:         cp.scheduler,
 		ControllerManager: cp.kcm,
 		Publisher:         pub,
