@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,6 +82,8 @@ func main() {
 	flag.BoolVar(&c.gctrace, "gctrace", false, "run every process of A and B with GODEBUG=gctrace=1 (with -profiles, their logs are kept there)")
 	flag.StringVar(&c.extra, "extra", "", "a file whose content is appended to the report")
 	flag.Var(&c.aEnv, "a-env", "NAME=VALUE added to A's environment only (repeatable; e.g. GOGC=70, a distro's documented option, README \"Memory\"): named in the report, B keeps Go's defaults")
+	discoveryDir := flag.String("feature-discovery", "", "run B's feature discovery against the apiserver of this data dir (the driver starts it), instead of a benchmark")
+	discoveryAddr := flag.String("feature-discovery-addr", "127.0.0.1:0", "with -feature-discovery: where it serves /metrics and /debug/pprof/heap")
 	features := flag.String("features", "", "run the feature discovery benchmark instead, at these node counts (comma-separated, e.g. 500,5000)")
 	flag.StringVar(&c.featuresOut, "features-out", "distro/k3s-like/bench/results/FEATURES.md", "the feature discovery benchmark's report")
 	addNodeFlags(&c.node)
@@ -89,7 +92,9 @@ func main() {
 	if c.scales, err = parseScales(c.scalesFlag); err == nil && c.pairs < 1 {
 		err = errors.New("-pairs must be at least 1")
 	}
-	if err == nil && c.node.pods > 0 {
+	if err == nil && *discoveryDir != "" {
+		err = runDiscovery(*discoveryDir, *discoveryAddr)
+	} else if err == nil && c.node.pods > 0 {
 		err = runNode(c)
 	} else if err == nil && *features != "" {
 		if c.featureScales, err = parseNodeCounts(*features); err == nil {
@@ -395,6 +400,11 @@ func (m *measurement) ready(ctx context.Context) error {
 	m.r.toReady = time.Since(m.start)
 	m.r.rssReady, m.r.anonReady = rss(m.procs)
 	m.r.cpuReady = sum(procCPU(m.procs))
+	if m.r.kind == "B" { // once ready, as A's harness starts its publisher
+		if err := m.startDiscovery(); err != nil {
+			return m.failed("B's feature discovery", err)
+		}
+	}
 	if m.r.kind == "A" {
 		phCtx, phCancel := context.WithTimeout(ctx, 10*time.Second)
 		defer phCancel()
@@ -558,6 +568,9 @@ func upstreamArgs(c config, dir string, p ports) (map[string][]string, error) {
 	}
 	args, err := dryRunArgs(out)
 	if err != nil {
+		return nil, err
+	}
+	if err := writePlan(dir, out); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
@@ -862,8 +875,11 @@ func procCPU(procs []*exec.Cmd) map[string]time.Duration {
 	m := map[string]time.Duration{}
 	for _, cmd := range procs {
 		name := filepath.Base(cmd.Path)
-		if strings.HasPrefix(name, "k3s-like") {
+		switch {
+		case strings.HasPrefix(name, "k3s-like"):
 			name = "k3s-like"
+		case slices.Contains(cmd.Args, "-feature-discovery"):
+			name = discoveryProcess
 		}
 		m[name] += statCPU(proctree.Stat(cmd.Process.Pid))
 	}

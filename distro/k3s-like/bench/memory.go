@@ -125,6 +125,7 @@ func memEndpoints(kind, dir string, p ports, cfg *rest.Config) ([]memEndpoint, e
 		{"kube-apiserver", https(p.https) + "/metrics", https(p.https) + heap, client(admin)},
 		{"kube-scheduler", https(p.scheduler) + "/metrics", https(p.scheduler) + heap, client(admin)},
 		{"kube-controller-manager", https(p.kcm) + "/metrics", https(p.kcm) + heap, client(admin)},
+		{discoveryProcess, "http://127.0.0.1:" + strconv.Itoa(p.status) + "/metrics", "http://127.0.0.1:" + strconv.Itoa(p.status) + heap, client(nil)},
 	}, nil
 }
 
@@ -310,7 +311,7 @@ func renderMemory(sb *strings.Builder, s scaleRuns) {
 	if len(a) == 0 || len(b) == 0 {
 		return
 	}
-	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", discoveryProcess}
 	stat := func(vs []memView, proc string, get func(memStats) float64) string {
 		var xs []float64
 		for _, v := range vs {
