@@ -129,9 +129,10 @@ type result struct {
 	// at the last two.
 	cpuReady, cpuStart, cpuLoaded time.Duration
 	procCPUStart, procCPULoaded   map[string]time.Duration
-	latency                       histogram // the workload window's non-long-running requests
-	mem                           memView   // once every Pod is bound, read after RSS
-	gc                            *gcView   // the garbage collectors during the workload, under -gctrace
+	procRSSLoaded                 map[string][2]int64 // KiB by process once every Pod is bound: VmRSS, RssAnon
+	latency                       histogram           // the workload window's non-long-running requests
+	mem                           memView             // once every Pod is bound, read after RSS
+	gc                            *gcView             // the garbage collectors during the workload, under -gctrace
 	harnessPhases                 time.Duration
 	startAt                       map[string]time.Duration // A: startPhases, from exec
 	componentCPU                  map[string]time.Duration // A: the hook's split of the workload's CPU, nil without
@@ -447,6 +448,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	}
 	m.r.workload = time.Since(m.w0)
 	m.r.rssLoaded, m.r.anonLoaded = rss(m.procs)
+	m.r.procRSSLoaded = procRSS(m.procs)
 	m.r.procCPULoaded = procCPU(m.procs)
 	m.r.cpuLoaded = sum(m.r.procCPULoaded)
 	m.r.otherCPU = machineBusy() - (selfCPU() - m.self0) - m.r.cpuLoaded - m.machine0
@@ -870,18 +872,35 @@ func rss(procs []*exec.Cmd) (total, anon int64) {
 	return total, anon
 }
 
-// procCPU is each process's user+system time, by its binary's name.
+// procName names a process in the tables: its binary's name, k3s-like for
+// every build of it, discoveryProcess for B's feature discovery.
+func procName(cmd *exec.Cmd) string {
+	name := filepath.Base(cmd.Path)
+	switch {
+	case strings.HasPrefix(name, "k3s-like"):
+		return "k3s-like"
+	case slices.Contains(cmd.Args, "-feature-discovery"):
+		return discoveryProcess
+	}
+	return name
+}
+
+// procCPU is each process's user+system time, by procName.
 func procCPU(procs []*exec.Cmd) map[string]time.Duration {
 	m := map[string]time.Duration{}
 	for _, cmd := range procs {
-		name := filepath.Base(cmd.Path)
-		switch {
-		case strings.HasPrefix(name, "k3s-like"):
-			name = "k3s-like"
-		case slices.Contains(cmd.Args, "-feature-discovery"):
-			name = discoveryProcess
-		}
-		m[name] += statCPU(proctree.Stat(cmd.Process.Pid))
+		m[procName(cmd)] += statCPU(proctree.Stat(cmd.Process.Pid))
+	}
+	return m
+}
+
+// procRSS is each process's VmRSS and RssAnon (KiB), by procName.
+func procRSS(procs []*exec.Cmd) map[string][2]int64 {
+	m := map[string][2]int64{}
+	for _, cmd := range procs {
+		total, anon := rss([]*exec.Cmd{cmd})
+		v := m[procName(cmd)]
+		m[procName(cmd)] = [2]int64{v[0] + total, v[1] + anon}
 	}
 	return m
 }

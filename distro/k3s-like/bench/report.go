@@ -198,6 +198,29 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 	return sb.String(), nil
 }
 
+// renderDiscoveryShare writes what B's feature discovery process holds once
+// every Pod is bound, and the memory ratios with it left out of B.
+func renderDiscoveryShare(sb *strings.Builder, s scaleRuns) {
+	of := func(i int) func(r result) float64 {
+		return func(r result) float64 { return float64(r.procRSSLoaded[discoveryProcess][i]) / 1024 }
+	}
+	if len(s.b) == 0 || med(values(s.b, of(0))) == 0 {
+		return
+	}
+	without := func(name string, all func(result) float64, i int) figure {
+		return figure{name: name, get: func(r result) float64 {
+			if r.kind == "B" {
+				return all(r) - of(i)(r)
+			}
+			return all(r)
+		}}
+	}
+	rss := without("RSS", func(r result) float64 { return float64(r.rssLoaded) / 1024 }, 0)
+	anon := without("anon", func(r result) float64 { return float64(r.anonLoaded) / 1024 }, 1)
+	fmt.Fprintf(sb, "\nB's `%s` process once every Pod is bound, median (min–max): RSS %s, anon %s. A/B with it left out of B (the four upstream processes only), median of the pairs: RSS after the workload %s, RSS anon after the workload %s.\n",
+		discoveryProcess, span(values(s.b, of(0)), "MiB"), span(values(s.b, of(1)), "MiB"), ratio(med(s.pairRatios(rss))), ratio(med(s.pairRatios(anon))))
+}
+
 // renderScale writes one scale's section.
 func renderScale(sb *strings.Builder, s scaleRuns) {
 	fmt.Fprintf(sb, "\n## %s\n\n", s.scale)
@@ -210,6 +233,7 @@ func renderScale(sb *strings.Builder, s scaleRuns) {
 	fmt.Fprintf(sb, "\nThe machine's other processes used, exec → all bound, median (min–max): during A's runs %s, during B's %s of CPU.\n", span(values(s.a, other), "s"), span(values(s.b, other), "s"))
 	count := func(r result) float64 { return r.latency.count() }
 	fmt.Fprintf(sb, "\napiserver requests in the workload window (non-long-running), median (min–max): A %s, B %s.\n", span(values(s.a, count), ""), span(values(s.b, count), ""))
+	renderDiscoveryShare(sb, s)
 	renderRequestKinds(sb, s)
 
 	fmt.Fprintf(sb, "\nA/B pair by pair:\n\n| pair |")
