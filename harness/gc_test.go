@@ -12,19 +12,19 @@ import (
 )
 
 // The process-wide collector setting: each case restores it.
-func TestGCPercent(t *testing.T) {
+func TestSetGCPercent(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
 
-	t.Run("unset GOGC: the hook's", func(t *testing.T) {
+	t.Run("unset GOGC: the distro's", func(t *testing.T) {
 		t.Setenv("GOGC", "")
 		require.NoError(t, os.Unsetenv("GOGC"))
-		require.NoError(t, harness.GCPercent(75)(nil))
+		assert.True(t, harness.SetGCPercent(75))
 		assert.Equal(t, 75, debug.SetGCPercent(100))
 	})
 	t.Run("GOGC set: the operator's", func(t *testing.T) {
 		t.Setenv("GOGC", "100")
-		require.NoError(t, harness.GCPercent(75)(nil))
+		assert.False(t, harness.SetGCPercent(75))
 		assert.Equal(t, 100, debug.SetGCPercent(100))
 	})
 }

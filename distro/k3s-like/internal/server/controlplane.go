@@ -32,14 +32,14 @@ func (cp *controlPlane) leaderElection() map[string]components.LeaderElection {
 	return out
 }
 
-// serverGCPercent is the server's collector goal, for a heap after a
-// workload no larger than separate processes' (docs/memory.md).
+// serverGCPercent is the server's collector goal once ready, unless GOGC
+// is set: a heap after a workload no larger than separate processes'
+// (docs/memory.md).
 const serverGCPercent = 70
 
 // newControlPlane adds the components this server runs, with their arguments.
 func (o *options) newControlPlane(args map[string][]string) (*controlPlane, error) {
-	// GOGC 70 unless the environment sets it: docs/memory.md.
-	h := &harness.Harness{StopTimeout: o.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier, harness.GCPercent(serverGCPercent)}}
+	h := &harness.Harness{StopTimeout: o.StopTimeout, AfterBarrier: []harness.BarrierHook{components.AfterBarrier}}
 	if !o.exitOnLeaseLoss {
 		// A lost lease (a datastore stalled longer than the renew
 		// deadline) demotes that component to a standby that campaigns
