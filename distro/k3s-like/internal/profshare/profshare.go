@@ -13,6 +13,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -241,11 +242,19 @@ var workKinds = []struct {
 	{WorkEncoding, []string{"encoding/json.", "sigs.k8s.io/json", "k8s.io/apimachinery/pkg/runtime/serializer", "k8s.io/apimachinery/pkg/util/json", "google.golang.org/protobuf/", "github.com/gogo/protobuf/", "github.com/fxamacker/cbor/", "go.etcd.io/etcd/api/v3/"}},
 }
 
+// dispatch are net/http's frames that only call a handler: every request's
+// handler runs under them, so they name no kind (the handler's work is not
+// HTTP's).
+var dispatch = []string{
+	"net/http.HandlerFunc.ServeHTTP", "net/http.serverHandler.ServeHTTP", "net/http.(*ServeMux).ServeHTTP",
+	"net/http.(*conn).serve", "net/http.(*http2serverConn).runHandler", "net/http.http2serverConn.runHandler",
+}
+
 // Work says what kind of work a sample did, by the innermost frame of its
 // stack that names one (the GC's workers and assists, TLS, socket I/O,
-// HTTP/2, other net/http, encoding and decoding, else WorkOther); the
-// generated protobuf methods of Kubernetes' API types (Marshal,
-// Unmarshal, Size, …) count as encoding.
+// HTTP/2, other net/http but its handler dispatch, encoding and decoding,
+// else WorkOther); the generated protobuf methods of Kubernetes' API types
+// (Marshal, Unmarshal, Size, …) count as encoding.
 func Work(s *profile.Sample) string {
 	for _, loc := range s.Location { // innermost first
 		for _, line := range loc.Line { // innermost inlined call first
@@ -253,6 +262,9 @@ func Work(s *profile.Sample) string {
 				continue
 			}
 			name := line.Function.Name
+			if slices.Contains(dispatch, name) {
+				continue
+			}
 			for _, k := range workKinds {
 				for _, p := range k.prefixes {
 					if strings.HasPrefix(name, p) {

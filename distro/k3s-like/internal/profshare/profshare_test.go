@@ -95,6 +95,11 @@ func TestWork(t *testing.T) {
 		{[]string{"net/http.(*http2Framer).ReadFrame", "net/http.(*http2serverConn).readFrames"}, profshare.WorkHTTP2},
 		{[]string{"golang.org/x/net/http2.(*Framer).ReadFrame"}, profshare.WorkHTTP2},
 		{[]string{"net/http.(*conn).readRequest"}, profshare.WorkHTTP},
+		// A handler's own work under net/http's dispatch is not HTTP's.
+		{[]string{"k8s.io/apiserver/pkg/admission.(*reinvoker).Admit", "k8s.io/apiserver/pkg/endpoints/handlers.createHandler.func1",
+			"net/http.HandlerFunc.ServeHTTP", "net/http.serverHandler.ServeHTTP", "net/http.(*conn).serve"}, profshare.WorkOther},
+		{[]string{"k8s.io/apiserver/pkg/endpoints/filters.WithAudit.func1", "net/http.HandlerFunc.ServeHTTP", "net/http.(*http2serverConn).runHandler"}, profshare.WorkOther},
+		{[]string{"net/http.(*response).Write", "k8s.io/apiserver/pkg/endpoints/handlers/responsewriters.SerializeObject", "net/http.HandlerFunc.ServeHTTP"}, profshare.WorkHTTP},
 		{[]string{"k8s.io/api/core/v1.(*Pod).MarshalToSizedBuffer", "k8s.io/apimachinery/pkg/runtime.(*Unknown).Marshal"}, profshare.WorkEncoding},
 		{[]string{"k8s.io/api/core/v1.encodeVarintGenerated"}, profshare.WorkEncoding},
 		{[]string{"k8s.io/api/core/v1.(*PodSpec).DeepCopyInto"}, profshare.WorkOther},
