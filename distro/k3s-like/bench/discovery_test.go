@@ -33,3 +33,16 @@ func TestWritePlan(t *testing.T) {
 	assert.ErrorContains(t, writePlan(dir, []byte(`{"components":[]}`)), "no plan")
 	assert.ErrorContains(t, writePlan(dir, []byte(`not json`)), "--dry-run -o json")
 }
+
+func TestTargets(t *testing.T) {
+	a := result{kind: "A", toReady: 85, rssLoaded: 80, anonLoaded: 101, cpuStart: 0, cpuLoaded: 90, cpuReady: 1}
+	b := result{kind: "B", toReady: 100, rssLoaded: 100, anonLoaded: 100, cpuStart: 0, cpuLoaded: 100, cpuReady: 1}
+	var sb strings.Builder
+	renderTargets(&sb, scaleRuns{a: []result{a}, b: []result{b}})
+	out := sb.String()
+	assert.Contains(t, out, "time to ready ≤ 0.90×: **0.85× — met**")
+	assert.Contains(t, out, "RSS after workload ≤ 1.00×: **0.80× — met**")
+	assert.Contains(t, out, "RSS anon after workload ≤ 1.00×: **1.01× — missed**")
+	assert.Contains(t, out, "CPU total (exec → all bound) ≤ 1.00×: **0.90× — met**")
+	assert.Contains(t, out, "apiserver p99 (request kinds both make) ≤ 1.10×: **–× —", "no latency measured: no ratio")
+}
