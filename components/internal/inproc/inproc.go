@@ -230,7 +230,7 @@ func (t *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n, err := strconv.ParseInt(w.sentHeader.Get("Content-Length"), 10, 64); err == nil {
 		resp.ContentLength = n
 	}
-	if req.Method == http.MethodHead || w.status == http.StatusNoContent || w.status == http.StatusNotModified {
+	if req.Method == http.MethodHead || !bodyAllowed(w.status) {
 		resp.ContentLength = 0
 	}
 	return resp, nil

@@ -447,8 +447,10 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 		return m.failed("workload", err)
 	}
 	m.r.workload = time.Since(m.w0)
-	m.r.rssLoaded, m.r.anonLoaded = rss(m.procs)
 	m.r.procRSSLoaded = procRSS(m.procs)
+	for _, v := range m.r.procRSSLoaded {
+		m.r.rssLoaded, m.r.anonLoaded = m.r.rssLoaded+v[0], m.r.anonLoaded+v[1]
+	}
 	m.r.procCPULoaded = procCPU(m.procs)
 	m.r.cpuLoaded = sum(m.r.procCPULoaded)
 	m.r.otherCPU = machineBusy() - (selfCPU() - m.self0) - m.r.cpuLoaded - m.machine0
@@ -872,6 +874,9 @@ func rss(procs []*exec.Cmd) (total, anon int64) {
 	return total, anon
 }
 
+// bProcesses are B's processes in the tables, in the order they start.
+var bProcesses = []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", discoveryProcess}
+
 // procName names a process in the tables: its binary's name, k3s-like for
 // every build of it, discoveryProcess for B's feature discovery.
 func procName(cmd *exec.Cmd) string {
@@ -899,8 +904,8 @@ func procRSS(procs []*exec.Cmd) map[string][2]int64 {
 	m := map[string][2]int64{}
 	for _, cmd := range procs {
 		total, anon := rss([]*exec.Cmd{cmd})
-		v := m[procName(cmd)]
-		m[procName(cmd)] = [2]int64{v[0] + total, v[1] + anon}
+		name := procName(cmd)
+		m[name] = [2]int64{m[name][0] + total, m[name][1] + anon}
 	}
 	return m
 }

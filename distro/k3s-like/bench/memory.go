@@ -119,13 +119,15 @@ func memEndpoints(kind, dir string, p ports, cfg *rest.Config) ([]memEndpoint, e
 	if err != nil {
 		return nil, err
 	}
+	// B's feature discovery serves on B's unused status port.
+	discovery := "http://127.0.0.1:" + strconv.Itoa(p.status)
 	etcdTLS := &tls.Config{Certificates: []tls.Certificate{pair}, InsecureSkipVerify: true} //nolint:gosec // loopback, the run's own etcd
 	return []memEndpoint{
 		{"etcd", https(p.etcdClient) + "/metrics", https(p.etcdClient) + heap, client(etcdTLS)},
 		{"kube-apiserver", https(p.https) + "/metrics", https(p.https) + heap, client(admin)},
 		{"kube-scheduler", https(p.scheduler) + "/metrics", https(p.scheduler) + heap, client(admin)},
 		{"kube-controller-manager", https(p.kcm) + "/metrics", https(p.kcm) + heap, client(admin)},
-		{discoveryProcess, "http://127.0.0.1:" + strconv.Itoa(p.status) + "/metrics", "http://127.0.0.1:" + strconv.Itoa(p.status) + heap, client(nil)},
+		{discoveryProcess, discovery + "/metrics", discovery + heap, client(nil)},
 	}, nil
 }
 
@@ -311,7 +313,7 @@ func renderMemory(sb *strings.Builder, s scaleRuns) {
 	if len(a) == 0 || len(b) == 0 {
 		return
 	}
-	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", discoveryProcess}
+	procs := bProcesses
 	stat := func(vs []memView, proc string, get func(memStats) float64) string {
 		var xs []float64
 		for _, v := range vs {

@@ -335,7 +335,7 @@ func renderRequestKinds(sb *strings.Builder, s scaleRuns) {
 func renderCPUSplit(sb *strings.Builder, s scaleRuns) {
 	window := func(r result, name string) float64 { return (r.procCPULoaded[name] - r.procCPUStart[name]).Seconds() }
 	workload := func(r result) float64 { return (r.cpuLoaded - r.cpuStart).Seconds() }
-	procs := []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", discoveryProcess}
+	procs := bProcesses
 	comps := map[string]bool{}
 	for _, r := range s.prof {
 		for name := range r.componentCPU {
