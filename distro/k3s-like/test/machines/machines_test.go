@@ -3,7 +3,9 @@ package machines_test
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +56,11 @@ func TestLAN(t *testing.T) {
 	require.NoError(t, sleeper.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- sleeper.Wait() }()
+	// nsenter enters the namespace after its exec: a teardown that ran
+	// before would not see it there, and it would enter a namespace being
+	// deleted and live on.
+	require.Eventually(t, func() bool { return inNetns(sleeper.Process.Pid, lan.Machines[1].NetnsPath()) }, 10*time.Second, 10*time.Millisecond,
+		"the sleeper entered its machine's namespace")
 
 	closed := time.Now()
 	require.NoError(t, lan.Close())
@@ -83,4 +90,14 @@ func TestTeardownOnFailedNew(t *testing.T) {
 	for _, e := range entries {
 		assert.False(t, strings.HasPrefix(e.Name(), prefix+"-"), "namespace %s left", e.Name())
 	}
+}
+
+// inNetns reports whether process pid is in the network namespace bound at
+// path.
+func inNetns(pid int, path string) bool {
+	var want, got syscall.Stat_t
+	if syscall.Stat(path, &want) != nil || syscall.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &got) != nil {
+		return false
+	}
+	return want.Dev == got.Dev && want.Ino == got.Ino
 }
