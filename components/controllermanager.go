@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -59,6 +60,7 @@ type ControllerManager struct {
 	nfs        cliflag.NamedFlagSets
 	restConfig *rest.Config             // WithRESTConfig's; nil: --kubeconfig
 	connect    func(*rest.Config) error // ConnectVia's
+	built      func()                   // OnControllersBuilt's
 }
 
 // NewControllerManager returns a kube-controller-manager component.
@@ -112,14 +114,28 @@ func (m *ControllerManager) ConnectVia(fn func(*rest.Config) error) *ControllerM
 	return m
 }
 
+// OnControllersBuilt has fn called each time this controller-manager (or
+// a successor from Renew) has built its controllers — once per lease held,
+// within 100 ms of upstream's last constructor returning — or, if it stops
+// or loses its lease while building them, when its Run returns; and
+// returns m. Upstream's constructors write process-wide
+// state: the attach-detach, persistent-volume and expand controllers
+// initialize the CSI volume plugin, replacing its node info manager, which
+// a kubelet in the same process needs (kubelet.Kubelet.ReclaimCSI). fn must
+// not block. Call it before the harness runs m; nil undoes it.
+func (m *ControllerManager) OnControllersBuilt(fn func()) *ControllerManager {
+	m.built = fn
+	return m
+}
+
 // Name returns "kube-controller-manager".
 func (m *ControllerManager) Name() string { return ControllerManagerName }
 
 // Renew returns a new, unstarted kube-controller-manager with the same
-// rest.Config and ConnectVia, if given, and the same leader-election identity
+// rest.Config, ConnectVia and OnControllersBuilt, if given, and the same leader-election identity
 // (see Run), for harness.Restart and Harness.Recover.
 func (m *ControllerManager) Renew() harness.Component {
-	n := NewControllerManager().WithRESTConfig(m.restConfig).ConnectVia(m.connect)
+	n := NewControllerManager().WithRESTConfig(m.restConfig).ConnectVia(m.connect).OnControllersBuilt(m.built)
 	n.elector = m.elector.Successor()
 	return n
 }
@@ -250,10 +266,16 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 			// returns as usual.
 			var built probe.Readiness
 			clients.Park(built.Done()) // Config's requests, before, fail at the stop
+			afterBuild := m.afterBuild()
 			stopBuilt := built.MarkWhen(context.WithoutCancel(ctx), func(ctx context.Context) error {
-				return waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers())
+				if err := waitControllersBuilt(ctx, cc.SecureServing, kcmapp.KnownControllers()); err != nil {
+					return err
+				}
+				afterBuild()
+				return nil
 			})
 			defer stopBuilt()
+			defer afterBuild() // a build cut short may have run some constructors
 			defer clients.StopAfter(ctx, ControllerManagerName, built.Done())()
 			returned := make(chan error, 1)
 			go func() { returned <- kcmapp.Run(ctx, cc) }()
@@ -296,6 +318,17 @@ func (m *ControllerManager) configAndRun(ctx context.Context) error {
 		}},
 		failMessages: []upstreamMessage{{text: upstreamKCMAPIServerUnhealthy, cause: ErrAPIServerUnhealthy}},
 	})
+}
+
+// afterBuild is OnControllersBuilt's fn, called at most once per call of
+// afterBuild.
+func (m *ControllerManager) afterBuild() func() {
+	var once sync.Once
+	return func() {
+		if m.built != nil {
+			once.Do(m.built)
+		}
+	}
 }
 
 // config is upstream's options.Config, with the client connection made from

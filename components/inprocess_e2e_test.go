@@ -40,7 +40,9 @@ func init() { scenarios["in-process"] = scenarioInProcess }
 // apiserver's SelfSubjectReview names each, the scheduler may not create a
 // Namespace, no credentials get 401. A watch sees an event and ends when
 // stopped. After a restart of the apiserver (its dependents restarted with
-// it) the same configuration is served by the new apiserver; once the
+// it) the same configuration is served by the new apiserver, and the
+// renewed controller-manager calls OnControllersBuilt again (once per
+// build); once the
 // control plane stopped, a request fails with *inproc.NotServingError and
 // no goroutine is left.
 func TestAPIServerInProcess(t *testing.T) {
@@ -65,6 +67,7 @@ func scenarioInProcess(t *testing.T) {
 	admin, err := env.AdminConfig()
 	require.NoError(t, err)
 	api := components.NewAPIServer()
+	var builds atomic.Int32
 	kcm := components.NewControllerManager().ConnectVia(func(cfg *rest.Config) error {
 		cfg.TLSClientConfig = admin.TLSClientConfig
 		if err := api.InProcess(cfg); err != nil {
@@ -72,7 +75,7 @@ func scenarioInProcess(t *testing.T) {
 		}
 		cfg.Dial = refuse
 		return nil
-	})
+	}).OnControllersBuilt(func() { builds.Add(1) })
 	h := &harness.Harness{AfterBarrier: []harness.BarrierHook{components.AfterBarrier}, StopTimeout: time.Minute}
 	require.NoError(t, controlplane.Components{APIServer: api, Scheduler: components.NewScheduler(), ControllerManager: kcm}.Add(h, map[string][]string{
 		components.APIServerName:         env.APIServerArgs(),
@@ -82,6 +85,8 @@ func scenarioInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := harnesstest.StartReady(t, ctx, h, 2*time.Minute)
+	builtOnce := func(n int32) func() bool { return func() bool { return builds.Load() == n } }
+	require.Eventually(t, builtOnce(1), 5*time.Second, 10*time.Millisecond, "OnControllersBuilt, once its controllers were built")
 
 	client, _ := adminClient(t, env)
 	require.NoError(t, testenv.CreateReadyNode(ctx, client, "node-1"))
@@ -123,12 +128,14 @@ func scenarioInProcess(t *testing.T) {
 	require.NoError(t, h.Restart(ctx, components.APIServerName, env.APIServerArgs()))
 	require.NoError(t, testenv.CreateDeployment(ctx, client, "after-restart", 1))
 	require.NoError(t, testenv.WaitBound(ctx, client, "app=after-restart", 1, "node-1", 60*time.Second))
+	require.Eventually(t, builtOnce(2), 5*time.Second, 10*time.Millisecond, "the renewed controller-manager built its controllers: OnControllersBuilt again")
 	review, err := sched.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	require.NoError(t, err, "a configuration made before the restart, served by the new apiserver")
 	assert.Equal(t, "system:kube-scheduler", review.Status.UserInfo.Username)
 	assert.Zero(t, dials.Load())
 
 	require.NoError(t, harnesstest.Stop(t, cancel, done, 2*time.Minute), "a clean stop")
+	assert.EqualValues(t, 2, builds.Load(), "once per build: not again at the stop")
 	_, err = sched.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 	var notServing *inproc.NotServingError
 	assert.ErrorAs(t, err, &notServing, "after the stop")

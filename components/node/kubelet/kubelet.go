@@ -69,6 +69,7 @@ type Kubelet struct {
 	Profiling bool
 
 	ready probe.Readiness
+	csi   csiNodeInfo
 
 	flags  *kubeletopts.KubeletFlags
 	config *kubeletconfig.KubeletConfiguration
@@ -170,8 +171,9 @@ func sortedOrigins(m map[string]map[string]bool) []string {
 func (k *Kubelet) Server() *kubeletopts.KubeletServer { return k.server }
 
 // Run checks that the kubelet's ports are free (upstream exits the process
-// when one is taken), builds its dependencies (app.UnsecuredDependencies)
-// and runs it (app.Run) with the process gate, which after the barrier
+// when one is taken), builds its dependencies (app.UnsecuredDependencies,
+// with a volume plugin that supports no volume added after the CSI plugin,
+// for ReclaimCSI) and runs it (app.Run) with the process gate, which after the barrier
 // holds the reconciled values (upstream's run writes the kubelet's gates
 // into it again: the same values). Run returns when ctx ends; the
 // kubelet's informers and servers do not (StartsOnce).
@@ -193,6 +195,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", Name, err)
 	}
+	deps.VolumePlugins = k.csi.plugins(deps.VolumePlugins)
 	defer configz.Delete(kubeletConfigzName)
 	kubeconfig := k.server.KubeConfig
 	stopProbe := k.ready.MarkWhen(ctx, func(ctx context.Context) error {
@@ -206,6 +209,18 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	defer stopProbe()
 	return stoppedWhileStarting(ctx, kubeletapp.Run(ctx, k.server, deps, utilfeature.DefaultFeatureGate))
 }
+
+// ReclaimCSI makes the node info manager of upstream's CSI volume plugin
+// the kubelet's again: the process-wide record through which the kubelet
+// initializes its CSINode and registers the node's CSI drivers, which a
+// kube-controller-manager in the same process overwrites with one that has
+// no node name each time it builds its volume controllers (see
+// ControllerManager.OnControllersBuilt). The new manager gets the Node's
+// UID from upstream's CSINode initialization, run again without changing
+// the node's readiness; nothing else of the kubelet is touched. Called
+// before the kubelet initialized its volume plugins, it takes effect once
+// it has. Safe for concurrent use.
+func (k *Kubelet) ReclaimCSI() { k.csi.reclaim() }
 
 // shareRootDir makes the kubelet's --root-dir a shared mount, with
 // upstream's code, before upstream's Run: the kubelet does it itself once

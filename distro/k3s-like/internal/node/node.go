@@ -169,6 +169,12 @@ type Config struct {
 	// which serve the whole process (kubelet.Kubelet.Profiling): a
 	// server's --enable-pprof.
 	Profiling bool
+	// ControllersBuilt, on a server running a kube-controller-manager,
+	// registers fn to be called each time it has built its controllers
+	// (components.ControllerManager.OnControllersBuilt): the kubelet then
+	// takes back upstream's CSI node info, which they overwrite
+	// (kubelet.Kubelet.ReclaimCSI).
+	ControllersBuilt func(fn func())
 }
 
 // newKubelet is the node's kubelet: its process-wide debug handlers on
@@ -327,7 +333,11 @@ func (c Config) Add(h *harness.Harness, args map[string][]string) error {
 		}
 		deps = append(deps, noderuntime.Name)
 	}
-	if err := h.Add(c.newKubelet(), args[kubelet.Name], deps...); err != nil {
+	k := c.newKubelet()
+	if c.ControllersBuilt != nil {
+		c.ControllersBuilt(k.ReclaimCSI)
+	}
+	if err := h.Add(k, args[kubelet.Name], deps...); err != nil {
 		return err
 	}
 	if !c.Options.DisableProxy {

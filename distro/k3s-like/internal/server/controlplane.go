@@ -111,7 +111,11 @@ func (o *options) newControlPlane(args map[string][]string) (*controlPlane, erro
 		return nil, err
 	}
 	if !o.node.DisableAgent {
-		if err := o.nodeConfig().Add(h, args); err != nil {
+		n := o.nodeConfig()
+		if cp.kcm != nil {
+			n.ControllersBuilt = func(fn func()) { cp.kcm.OnControllersBuilt(fn) }
+		}
+		if err := n.Add(h, args); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,15 @@
+//go:build !k8s1_36
+
+package kubelet
+
+import (
+	"context"
+
+	"k8s.io/kubernetes/pkg/volume/csi"
+)
+
+// deregisterCSIDriver is what the kubelet's plugin watcher calls when a
+// CSI driver's registration socket goes away.
+func deregisterCSIDriver(name string) {
+	csi.PluginHandler.DeRegisterPlugin(context.Background(), name, "")
+}
