@@ -62,7 +62,7 @@ func (m *measurement) startDiscovery() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-feature-discovery", m.dir, "-feature-discovery-addr", "127.0.0.1:"+strconv.Itoa(m.p.status))
+	cmd := diesWithDriver(exec.Command(self, "-feature-discovery", m.dir, "-feature-discovery-addr", "127.0.0.1:"+strconv.Itoa(m.p.status)))
 	cmd.Env = m.c.env()
 	w := m.logs.for_(discoveryProcess)
 	cmd.Stdout, cmd.Stderr = w, w

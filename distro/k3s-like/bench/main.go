@@ -372,7 +372,7 @@ func (m *measurement) launch() error {
 		m.procs = procs
 		return nil
 	}
-	cmd := exec.Command(m.c.k3sLike, serverArgs(m.dir, m.p)...)
+	cmd := diesWithDriver(exec.Command(m.c.k3sLike, serverArgs(m.dir, m.p)...))
 	cmd.Env = m.c.envA()
 	cmd.Stdout, cmd.Stderr = m.logs.for_("k3s-like"), m.logs.for_("k3s-like")
 	if err := cmd.Start(); err != nil {
@@ -380,6 +380,14 @@ func (m *measurement) launch() error {
 	}
 	m.procs = append(m.procs, cmd)
 	return nil
+}
+
+// diesWithDriver returns cmd, a server process of a run, made to get
+// SIGKILL when the driver dies, so that an interrupted or killed bench
+// leaves no process to skew the next run or test.
+func diesWithDriver(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // ready waits until the control plane is ready (at most 5 minutes), then
@@ -623,7 +631,7 @@ func startUpstream(c config, args map[string][]string, dir string, p ports, logs
 	// about 3 s.
 	var procs []*exec.Cmd
 	start := func(bin string, args []string) error {
-		cmd := exec.Command(bin, args...)
+		cmd := diesWithDriver(exec.Command(bin, args...))
 		cmd.Env = c.env()
 		w := logs.for_(filepath.Base(bin))
 		cmd.Stdout, cmd.Stderr = w, w
