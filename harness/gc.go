@@ -11,8 +11,8 @@ import (
 // process's collector marks every component's heap at once, and what they
 // allocate meanwhile counts as live; a percentage below Go's 100 keeps the
 // heap near what separate processes hold, for more collector CPU. A distro
-// sets it once its components are ready, so that their start, which
-// allocates the most, is not slowed by more collections.
+// sets that once its components are ready, and may set a higher goal for
+// their start, which allocates the most.
 func SetGCPercent(percent int) bool {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return false

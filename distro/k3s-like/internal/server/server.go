@@ -44,6 +44,7 @@ func (o *options) run(ctx context.Context, stdout io.Writer) error {
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
+	harness.SetGCPercent(serverStartGCPercent)
 	d := daemon.Daemon{
 		Started: started,
 		Prepare: func(ctx context.Context) (*harness.Harness, error) {
@@ -53,7 +54,7 @@ func (o *options) run(ctx context.Context, stdout io.Writer) error {
 		Ready: func(log logr.Logger, elapsed time.Duration) {
 			log.Info(fmt.Sprintf("ready in %s; KUBECONFIG=%s kubectl get nodes", elapsed.Round(100*time.Millisecond), o.adminKubeconfig()))
 			if harness.SetGCPercent(serverGCPercent) {
-				log.V(2).Info("Garbage collector goal set; GOGC in the environment overrides it", "GOGC", serverGCPercent)
+				log.V(2).Info("Garbage collector goal set; GOGC in the environment overrides it", "GOGC", serverGCPercent, "whileStarting", serverStartGCPercent)
 			}
 		},
 		Explain: func(err error) error { return explainDatastore(err, datadir.Etcd(o.DataDir)) },

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,6 +119,23 @@ func TestStatusEndpoints(t *testing.T) {
 		assert.Contains(t, body, `kubeharness_barrier_conflicts_total{kind="FeatureGate"} 0`+"\n")
 		assert.Regexp(t, `kubeharness_phase_duration_seconds\{phase="start"\} \S+\n`, body)
 		assert.Regexp(t, `kubeharness_feature_enabled\{name="\w+",set_by="default",stage="(Alpha|Beta|GA|Deprecated)"\} [01]\n`, body)
+	})
+
+	// One collector for every component: GOGC 70 once ready (200 while
+	// starting), which the apiserver's /metrics shows (client_golang's Go
+	// collector, in upstream's registry: the whole process).
+	t.Run("collector goal once ready", func(t *testing.T) {
+		var last string
+		if !assert.Eventually(t, func() bool {
+			b, err := s.client().RESTClient().Get().AbsPath("/metrics").DoRaw(t.Context())
+			if err != nil {
+				return false
+			}
+			last = regexp.MustCompile(`(?m)^go_gc_gogc_percent .*$`).FindString(string(b))
+			return last == "go_gc_gogc_percent 70"
+		}, 10*time.Second, 100*time.Millisecond) {
+			t.Errorf("the apiserver's /metrics said %q", last)
+		}
 	})
 
 	t.Run("flagz", func(t *testing.T) {
