@@ -131,6 +131,7 @@ type result struct {
 	procCPUStart, procCPULoaded   map[string]time.Duration
 	procRSSLoaded                 map[string][2]int64 // KiB by process once every Pod is bound: VmRSS, RssAnon
 	latency                       histogram           // the workload window's non-long-running requests
+	audit                         histogram           // the same from the audit log, 1 ms buckets (auditLatency)
 	mem                           memView             // once every Pod is bound, read after RSS
 	gc                            *gcView             // the garbage collectors during the workload, under -gctrace
 	harnessPhases                 time.Duration
@@ -433,6 +434,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	if err != nil {
 		return m.failed("before the workload", err)
 	}
+	auditFrom := time.Now()
 	pods := watchPods(m.client)
 	defer pods.stop()
 	var splitCPU func() (components, unlabelled, work map[string]time.Duration, err error)
@@ -467,6 +469,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 			return fmt.Errorf("A's CPU per component: %w", err)
 		}
 	}
+	auditTo := time.Now()
 	after, err := scrapeLatency(ctx, m.client)
 	if err != nil {
 		return m.failed("after the workload", err)
@@ -478,6 +481,11 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	}
 	if err != nil {
 		return m.failed("memory after the workload", err)
+	}
+	// Read after the memory view: the log backend writes a request's
+	// ResponseComplete event just after its response.
+	if m.r.audit, err = auditLatency(datadir.AuditLog(m.dir), auditFrom, auditTo); err != nil {
+		return m.failed("the audit log after the workload", err)
 	}
 	pods.stop()
 	if err := hb.stop(); err != nil {

@@ -46,6 +46,9 @@ var figures = []figure{
 const (
 	p99All  = "apiserver p99 (non-long-running)"
 	p99Same = "apiserver p99 (request kinds both make)"
+	// p99Audit is p99Same from the audit logs, in 1 ms buckets
+	// (auditLatency) instead of latencyMetric's 50 ms ones.
+	p99Audit = "apiserver p99, audit log (request kinds both make)"
 )
 
 // mix is the request kinds of the scale's pairs (requestMix of A's and B's
@@ -67,11 +70,20 @@ func (s scaleRuns) mix() (both map[string]bool, onlyA, onlyB []string) {
 func (s scaleRuns) figures() []figure {
 	both, _, _ := s.mix()
 	same := figure{p99Same, "ms", func(r result) float64 { return 1000 * r.latency.only(both).quantile(0.99) }}
-	out := make([]figure, 0, len(figures)+1)
+	audits := func(rs []result) []histogram {
+		out := make([]histogram, len(rs))
+		for i, r := range rs {
+			out[i] = r.audit
+		}
+		return out
+	}
+	bothAudit, _, _ := requestMix(audits(s.a), audits(s.b))
+	audit := figure{p99Audit, "ms", func(r result) float64 { return 1000 * r.audit.only(bothAudit).quantile(0.99) }}
+	out := make([]figure, 0, len(figures)+2)
 	for _, f := range figures {
 		out = append(out, f)
 		if f.name == p99All {
-			out = append(out, same)
+			out = append(out, same, audit)
 		}
 	}
 	return out
@@ -130,7 +142,7 @@ func render(c config, rs []result, charts []string, took time.Duration, load0, b
 		names = append(names, s.scale.String())
 	}
 	fmt.Fprintf(&sb, "- scales: %s; at each, A B alternated × %d. The workload: the Nodes (Ready; no kubelet: the driver renews each Node's Lease in `kube-node-lease` every %s, as a kubelet does, so that the node lifecycle controller never marks one NotReady), then the Deployments, until every Pod is bound. It starts once the run has settled: after ready, the driver waits, in A and B alike, until the apiserver has served no request on the feature discovery's objects (Features, NodeFeatureReports, FeatureProfiles) for %s, so that the first publication (A's, and B's feature discovery's) stays out of the workload window; the tables give that wait and those requests.\n", strings.Join(names, "; "), c.pairs, leaseRenew, settleQuiet)
-	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does; the p99 of the request kinds both make, the same over only the kinds of request (verb, resource/subresource) that A and B both made in the window, so that both sides' p99 covers the same requests (each scale lists the mix side by side and what it leaves out). Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver at once, then kube-scheduler and kube-controller-manager once `/readyz` answers, as a supervisor of four processes does best: the controller-manager exits at once (status 1) when its authentication lookup finds no apiserver, and a scheduler started with the apiserver survives but takes its lease a retry period (2 s) later. A's harness starts the scheduler and the controller-manager while the apiserver starts too, holding each of their requests until it is ready. etcd runs with the embedded etcd's election timing in both (`--heartbeat-interval=%d --election-timeout=%d`, package components/etcd).\n", etcd.TickMs, etcd.ElectionMs)
+	fmt.Fprintf(&sb, "- ready = apiserver `/readyz` 200, scheduler and controller-manager `/healthz` 200, both leases held; time from exec. RSS = VmRSS summed over the processes, anon = RssAnon of it (`/proc/PID/status`, KiB → MiB). CPU = utime+stime summed over the processes: exec → ready, the workload (first Node created → every Pod bound), and exec → every Pod bound. apiserver p99 = the 99th percentile of `apiserver_request_duration_seconds` from the apiserver's own `/metrics`, WATCH, WATCHLIST and CONNECT left out, from the cumulative buckets scraped before and after the workload (the difference), interpolated as `histogram_quantile` does; the p99 of the request kinds both make, the same over only the kinds of request (verb, resource/subresource) that A and B both made in the window, so that both sides' p99 covers the same requests (each scale lists the mix side by side and what it leaves out). Its buckets are 50 ms wide around the p99 (0.05–0.1 s), so the interpolation cannot tell two p99s 10 %% apart there; the audit log's p99 is the same over the kinds both make in the audit logs (every request at Metadata level on both sides): each request's time from its RequestReceived timestamp to its ResponseComplete one, received in the workload window, watches and exec/attach/port-forward/proxy left out, in 1 ms buckets. Stop = SIGTERM to each process in reverse start order, each after the previous exited → all exited (A: one process). B starts etcd and kube-apiserver at once, then kube-scheduler and kube-controller-manager once `/readyz` answers, as a supervisor of four processes does best: the controller-manager exits at once (status 1) when its authentication lookup finds no apiserver, and a scheduler started with the apiserver survives but takes its lease a retry period (2 s) later. A's harness starts the scheduler and the controller-manager while the apiserver starts too, holding each of their requests until it is ready. etcd runs with the embedded etcd's election timing in both (`--heartbeat-interval=%d --election-timeout=%d`, package components/etcd).\n", etcd.TickMs, etcd.ElectionMs)
 	fmt.Fprintf(&sb, "- A/B: pair by pair, and the median of the pairs' ratios. The driver's flags: `-scales %s -pairs %d` (make bench's BENCH_SCALES, BENCH_PAIRS).\n", c.scalesFlag, c.pairs)
 	if len(c.aEnv) > 0 {
 		fmt.Fprintf(&sb, "- **A's environment adds `%s`** (`-a-env`: a runtime setting a distro may choose, README \"Memory\"); B's processes run with Go's defaults.\n", c.aEnv.String())
