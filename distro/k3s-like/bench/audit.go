@@ -68,12 +68,15 @@ func auditLatency(path string, from, to time.Time) (histogram, error) {
 	if len(byKind) == 0 {
 		return histogram{}, fmt.Errorf("%s: no request completed between %s and %s", path, from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
 	}
+	les := make([]float64, int(auditMax/auditStep))
+	for i := range les {
+		les[i] = (time.Duration(i+1) * auditStep).Seconds()
+	}
 	h := newHistogram()
 	for kind, lat := range byKind {
 		sort.Float64s(lat)
 		b := map[float64]float64{math.Inf(1): float64(len(lat))}
-		for i := 1; i <= int(auditMax/auditStep); i++ {
-			le := (time.Duration(i) * auditStep).Seconds()
+		for _, le := range les {
 			b[le] = float64(sort.Search(len(lat), func(j int) bool { return lat[j] > le }))
 		}
 		h.byKind[kind], h.kinds[kind] = b, float64(len(lat))

@@ -42,7 +42,7 @@ func TestAuditLatency(t *testing.T) {
 	event(auditv1.StageResponseComplete, "get", nil, time.Second, 2*time.Millisecond) // /healthz
 	event(auditv1.StageResponseComplete, "watch", pods, time.Second, time.Minute)
 	event(auditv1.StageResponseComplete, "create", &auditv1.ObjectReference{Resource: "pods", Subresource: "exec"}, time.Second, time.Minute)
-	event(auditv1.StageResponseComplete, "create", pods, 0, time.Minute)             // before the window
+	event(auditv1.StageResponseComplete, "create", pods, 0, time.Minute)              // before the window
 	event(auditv1.StageResponseComplete, "create", pods, 10*time.Second, time.Minute) // at its end
 	path := filepath.Join(t.TempDir(), "audit.log")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))

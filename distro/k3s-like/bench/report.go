@@ -54,14 +54,19 @@ const (
 // mix is the request kinds of the scale's pairs (requestMix of A's and B's
 // workload windows).
 func (s scaleRuns) mix() (both map[string]bool, onlyA, onlyB []string) {
-	lat := func(rs []result) []histogram {
+	return s.mixOf(func(r result) histogram { return r.latency })
+}
+
+// mixOf is mix over the histogram of each run that get picks.
+func (s scaleRuns) mixOf(get func(result) histogram) (both map[string]bool, onlyA, onlyB []string) {
+	of := func(rs []result) []histogram {
 		out := make([]histogram, len(rs))
 		for i, r := range rs {
-			out[i] = r.latency
+			out[i] = get(r)
 		}
 		return out
 	}
-	return requestMix(lat(s.a), lat(s.b))
+	return requestMix(of(s.a), of(s.b))
 }
 
 // figures are the package's figures with, after the p99 over every
@@ -70,14 +75,7 @@ func (s scaleRuns) mix() (both map[string]bool, onlyA, onlyB []string) {
 func (s scaleRuns) figures() []figure {
 	both, _, _ := s.mix()
 	same := figure{p99Same, "ms", func(r result) float64 { return 1000 * r.latency.only(both).quantile(0.99) }}
-	audits := func(rs []result) []histogram {
-		out := make([]histogram, len(rs))
-		for i, r := range rs {
-			out[i] = r.audit
-		}
-		return out
-	}
-	bothAudit, _, _ := requestMix(audits(s.a), audits(s.b))
+	bothAudit, _, _ := s.mixOf(func(r result) histogram { return r.audit })
 	audit := figure{p99Audit, "ms", func(r result) float64 { return 1000 * r.audit.only(bothAudit).quantile(0.99) }}
 	out := make([]figure, 0, len(figures)+2)
 	for _, f := range figures {
