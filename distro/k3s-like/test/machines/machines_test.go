@@ -3,9 +3,8 @@ package machines_test
 import (
 	"os"
 	"os/exec"
-	"strconv"
+	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -59,8 +58,9 @@ func TestLAN(t *testing.T) {
 	// nsenter enters the namespace after its exec: a teardown that ran
 	// before would not see it there, and it would enter a namespace being
 	// deleted and live on.
-	require.Eventually(t, func() bool { return inNetns(sleeper.Process.Pid, lan.Machines[1].NetnsPath()) }, 10*time.Second, 10*time.Millisecond,
-		"the sleeper entered its machine's namespace")
+	require.Eventually(t, func() bool {
+		return slices.Contains(machines.ProcessesIn(lan.Machines[1].NetnsPath()), sleeper.Process.Pid)
+	}, 10*time.Second, 10*time.Millisecond, "the sleeper entered its machine's namespace")
 
 	closed := time.Now()
 	require.NoError(t, lan.Close())
@@ -90,14 +90,4 @@ func TestTeardownOnFailedNew(t *testing.T) {
 	for _, e := range entries {
 		assert.False(t, strings.HasPrefix(e.Name(), prefix+"-"), "namespace %s left", e.Name())
 	}
-}
-
-// inNetns reports whether process pid is in the network namespace bound at
-// path.
-func inNetns(pid int, path string) bool {
-	var want, got syscall.Stat_t
-	if syscall.Stat(path, &want) != nil || syscall.Stat("/proc/"+strconv.Itoa(pid)+"/ns/net", &got) != nil {
-		return false
-	}
-	return want.Dev == got.Dev && want.Ino == got.Ino
 }
