@@ -12,6 +12,10 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
+// auditSpan is one request of the audit log: when the apiserver received
+// it and when it completed.
+type auditSpan struct{ from, to time.Time }
+
 // auditStep is the bucket width of auditLatency's histogram, and
 // auditMax the largest finite bound: latencyMetric's buckets are 50 ms
 // wide around the p99 (0.05–0.1 s), too coarse to compare two p99s within
@@ -31,20 +35,21 @@ var auditLongRunning = map[string]bool{"exec": true, "attach": true, "portforwar
 // requestReceivedTimestamp to stageTimestamp, watches and the
 // long-running subresources left out, by kind (verb, resource/subresource,
 // as latencyMetric's, with the audit log's verbs), in cumulative buckets
-// auditStep wide up to auditMax.
-func auditLatency(path string, from, to time.Time) (histogram, error) {
+// auditStep wide up to auditMax; and each of those requests' span.
+func auditLatency(path string, from, to time.Time) (histogram, []auditSpan, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return histogram{}, err
+		return histogram{}, nil, err
 	}
 	defer f.Close()
 	byKind := map[string][]float64{}
+	var spans []auditSpan
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for line := 1; sc.Scan(); line++ {
 		var e auditv1.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return histogram{}, fmt.Errorf("%s:%d: %w", path, line, err)
+			return histogram{}, nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		received := e.RequestReceivedTimestamp.Time
 		if e.Stage != auditv1.StageResponseComplete || received.Before(from) || !received.Before(to) || e.Verb == "watch" {
@@ -61,12 +66,13 @@ func auditLatency(path string, from, to time.Time) (histogram, error) {
 			}
 		}
 		byKind[kind] = append(byKind[kind], e.StageTimestamp.Sub(received).Seconds())
+		spans = append(spans, auditSpan{received, e.StageTimestamp.Time})
 	}
 	if err := sc.Err(); err != nil {
-		return histogram{}, fmt.Errorf("%s: %w", path, err)
+		return histogram{}, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(byKind) == 0 {
-		return histogram{}, fmt.Errorf("%s: no request completed between %s and %s", path, from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
+		return histogram{}, nil, fmt.Errorf("%s: no request completed between %s and %s", path, from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
 	}
 	les := make([]float64, int(auditMax/auditStep))
 	for i := range les {
@@ -84,5 +90,5 @@ func auditLatency(path string, from, to time.Time) (histogram, error) {
 			h.buckets[le] += n
 		}
 	}
-	return h, nil
+	return h, spans, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,68 @@ type gcView struct {
 	// live and goal are the last cycle's before the window ended, added up
 	// over the processes: the heap it found live and the goal it set.
 	live, goal float64
+	// marked is the audit log's requests by whether a concurrent mark of
+	// a process on their path (requestPath) overlapped them.
+	marked markedView
+}
+
+// markedView splits a run's audit-log requests by whether a GC mark of a
+// process on their path ran while they did: how many did, and the p99 (s)
+// of those that did and of those that did not.
+type markedView struct {
+	share, p99In, p99Out float64
+}
+
+// requestPath is, by side, the processes a request to the apiserver runs
+// in: A's one, B's apiserver and etcd.
+var requestPath = map[string][]string{"A": {"k3s-like"}, "B": {"kube-apiserver", "etcd"}}
+
+// markedRequests is markedView of spans, from the traces of the processes
+// in path and when each started. A mark spans from its cycle's start
+// (gctrace's @, from the process's start) for its concurrent mark's wall
+// time; the first stop-the-world phase, under a millisecond, is left out.
+func markedRequests(spans []auditSpan, traces map[string][]gcCycle, started map[string]time.Time, path []string) markedView {
+	type mark struct{ from, to time.Time }
+	var marks []mark
+	for _, name := range path {
+		for _, c := range traces[name] {
+			from := started[name].Add(c.at)
+			marks = append(marks, mark{from, from.Add(c.mark)})
+		}
+	}
+	sort.Slice(marks, func(i, j int) bool { return marks[i].from.Before(marks[j].from) })
+	var in, out []float64
+	for _, sp := range spans {
+		// The marks that started before sp ended: does one end after it began?
+		n := sort.Search(len(marks), func(i int) bool { return !marks[i].from.Before(sp.to) })
+		overlap := false
+		for _, mk := range marks[:n] {
+			if mk.to.After(sp.from) {
+				overlap = true
+				break
+			}
+		}
+		took := sp.to.Sub(sp.from).Seconds()
+		if overlap {
+			in = append(in, took)
+		} else {
+			out = append(out, took)
+		}
+	}
+	v := markedView{share: math.NaN(), p99In: exactQuantile(in, 0.99), p99Out: exactQuantile(out, 0.99)}
+	if n := len(in) + len(out); n > 0 {
+		v.share = float64(len(in)) / float64(n)
+	}
+	return v
+}
+
+// exactQuantile is the q-th of xs (nearest rank), NaN for none; it sorts xs.
+func exactQuantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(xs)
+	return xs[min(len(xs)-1, int(math.Ceil(q*float64(len(xs))))-1)]
 }
 
 // gcWindow sums the cycles of each process (its gctrace and when it was
@@ -117,8 +180,11 @@ func renderGC(sb *strings.Builder, s scaleRuns) {
 		{"heap growth during the marks, added up", "MB", func(v gcView) float64 { return v.grown }},
 		{"live heap found by the last cycle before the end", "MB", func(v gcView) float64 { return v.live }},
 		{"heap goal it set", "MB", func(v gcView) float64 { return v.goal }},
+		{"requests (audit log) a mark of a process on their path overlapped", "%", func(v gcView) float64 { return 100 * v.marked.share }},
+		{"their p99", "ms", func(v gcView) float64 { return 1000 * v.marked.p99In }},
+		{"p99 of the others", "ms", func(v gcView) float64 { return 1000 * v.marked.p99Out }},
 	}
-	fmt.Fprintf(sb, "\nThe garbage collectors during the workload (`GODEBUG=gctrace=1` in every process of both; forced cycles left out; B summed over its processes; medians):\n\n| | A | B | A/B |\n|---|---|---|---|\n")
+	fmt.Fprintf(sb, "\nThe garbage collectors during the workload (`GODEBUG=gctrace=1` in every process of both; forced cycles left out; B summed over its processes; medians). The requests the marks overlapped: each of the audit log's requests (every kind) whose time from received to complete overlapped a concurrent mark of A's process, or of B's apiserver or etcd:\n\n| | A | B | A/B |\n|---|---|---|---|\n")
 	for _, row := range rows {
 		get := func(r result) float64 {
 			if r.gc == nil {

@@ -132,6 +132,7 @@ type result struct {
 	procRSSLoaded                 map[string][2]int64 // KiB by process once every Pod is bound: VmRSS, RssAnon
 	latency                       histogram           // the workload window's non-long-running requests
 	audit                         histogram           // the same from the audit log, 1 ms buckets (auditLatency)
+	auditSpans                    []auditSpan         // its requests (read by keepLogs, then dropped)
 	mem                           memView             // once every Pod is bound, read after RSS
 	gc                            *gcView             // the garbage collectors during the workload, under -gctrace
 	harnessPhases                 time.Duration
@@ -321,7 +322,8 @@ func measure(c config, kind string, s scale, profile bool) (result, error) {
 	if err := m.stop(); err != nil {
 		return m.r, err
 	}
-	return m.r, m.keepLogs()
+	err = m.keepLogs() // sets m.r.gc: called before m.r is read
+	return m.r, err
 }
 
 // measurement is one run of measure, its result filled phase by phase.
@@ -484,7 +486,7 @@ func (m *measurement) workload(ctx context.Context, profile bool) error {
 	}
 	// Read after the memory view: the log backend writes a request's
 	// ResponseComplete event just after its response.
-	if m.r.audit, err = auditLatency(datadir.AuditLog(m.dir), auditFrom, auditTo); err != nil {
+	if m.r.audit, m.r.auditSpans, err = auditLatency(datadir.AuditLog(m.dir), auditFrom, auditTo); err != nil {
 		return m.failed("the audit log after the workload", err)
 	}
 	pods.stop()
@@ -559,12 +561,14 @@ func (m *measurement) stop() error {
 // keepLogs reads the garbage collectors' traces of the workload window
 // (-gctrace) and keeps every process's log (-profiles).
 func (m *measurement) keepLogs() error {
+	defer func() { m.r.auditSpans = nil }()
 	if m.c.gctrace {
 		traces := map[string][]gcCycle{}
 		for _, name := range m.logs.names {
 			traces[name] = parseGCTrace(m.logs.bufs[name].Bytes())
 		}
 		v := gcWindow(traces, m.logs.started, m.w0, m.w0.Add(m.r.workload))
+		v.marked = markedRequests(m.r.auditSpans, traces, m.logs.started, requestPath[m.r.kind])
 		m.r.gc = &v
 	}
 	if m.c.profiles == "" {

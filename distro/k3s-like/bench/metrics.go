@@ -219,3 +219,16 @@ func (h histogram) quantile(q float64) float64 {
 	}
 	return prevLE
 }
+
+// above is the number of kind's requests in buckets above the one t falls
+// in: slower than t, to the bucket's width.
+func (h histogram) above(kind string, t float64) float64 {
+	b := h.byKind[kind]
+	le := math.Inf(1)
+	for bound := range b {
+		if bound >= t && bound < le {
+			le = bound
+		}
+	}
+	return b[math.Inf(1)] - b[le]
+}

@@ -235,6 +235,7 @@ func renderScale(sb *strings.Builder, s scaleRuns) {
 	fmt.Fprintf(sb, "\napiserver requests in the workload window (non-long-running), median (min–max): A %s, B %s.\n", span(values(s.a, count), ""), span(values(s.b, count), ""))
 	renderDiscoveryShare(sb, s)
 	renderRequestKinds(sb, s)
+	renderAuditTail(sb, s)
 
 	fmt.Fprintf(sb, "\nA/B pair by pair:\n\n| pair |")
 	for _, f := range figures {
@@ -587,3 +588,43 @@ func renderStartPhases(sb *strings.Builder, scales []scaleRuns) {
 	}
 	fmt.Fprintf(sb, "| ready (the bench's: both leases held) | %s |\n", span(values(as, func(r result) float64 { return r.toReady.Seconds() }), "s"))
 }
+
+// renderAuditTail writes, from the audit logs, the request kinds both
+// sides made that hold the p99 tail: for each, the median count of its
+// requests slower than the run's own p99Audit, its own p99, on A and B;
+// the kinds with most of the tail first, up to auditTailKinds.
+func renderAuditTail(sb *strings.Builder, s scaleRuns) {
+	both, _, _ := s.mixOf(func(r result) histogram { return r.audit })
+	if len(both) == 0 {
+		return
+	}
+	slower := func(r result, kind string) float64 {
+		h := r.audit.only(both)
+		return h.above(kind, h.quantile(0.99))
+	}
+	type row struct {
+		kind                     string
+		tailA, tailB, p99A, p99B float64
+	}
+	var rows []row
+	for k := range both {
+		p99 := func(r result) float64 { return 1000 * r.audit.only(map[string]bool{k: true}).quantile(0.99) }
+		rows = append(rows, row{k,
+			med(values(s.a, func(r result) float64 { return slower(r, k) })),
+			med(values(s.b, func(r result) float64 { return slower(r, k) })),
+			med(values(s.a, p99)), med(values(s.b, p99))})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if si, sj := rows[i].tailA+rows[i].tailB, rows[j].tailA+rows[j].tailB; si != sj {
+			return si > sj
+		}
+		return rows[i].kind < rows[j].kind
+	})
+	fmt.Fprintf(sb, "\nWhat holds the tail of %s: the kinds with the most requests slower than their run's p99 (medians of the runs), with each kind's own p99 from the audit log:\n\n| request (audit log) | A slower than p99 | B slower than p99 | A p99 (ms) | B p99 (ms) |\n|---|---|---|---|---|\n", p99Audit)
+	for _, r := range rows[:min(len(rows), auditTailKinds)] {
+		fmt.Fprintf(sb, "| `%s` | %.0f | %.0f | %.1f | %.1f |\n", r.kind, r.tailA, r.tailB, r.p99A, r.p99B)
+	}
+}
+
+// auditTailKinds bounds renderAuditTail's table.
+const auditTailKinds = 12
