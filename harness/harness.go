@@ -91,6 +91,7 @@ type Harness struct {
 	cur        *run  // the run, from PhaseValidate until PhaseDone
 	phaseStart time.Time
 	timings    []PhaseTiming
+	phaseHooks time.Duration // the AfterBarrier hooks' time in the current phase
 	plan       *scoping.Plan
 	// conflicts counts the conflicts of every barrier that failed (Run's,
 	// and each Restart's admission), by scoping.ConflictKind name.
@@ -248,8 +249,9 @@ func (r *run) enter(p Phase) {
 func (r *run) enterLocked(p Phase) (log func()) {
 	h, now := r.h, time.Now()
 	if h.phase != "" {
-		h.timings = append(h.timings, PhaseTiming{Phase: h.phase, Start: h.phaseStart, Duration: now.Sub(h.phaseStart)})
+		h.timings = append(h.timings, PhaseTiming{Phase: h.phase, Start: h.phaseStart, Duration: now.Sub(h.phaseStart), Hooks: h.phaseHooks})
 	}
+	h.phaseHooks = 0
 	h.phase, h.phaseStart = p, now
 	if p == PhaseDone {
 		h.cur = nil
@@ -418,6 +420,12 @@ func (r *run) applyBarrier() error {
 	if err := r.barrier.Apply(plan); err != nil {
 		return &PhaseError{Phase: PhaseBarrier, Err: err}
 	}
+	start := time.Now()
+	defer func() {
+		r.h.mu.Lock()
+		r.h.phaseHooks = time.Since(start)
+		r.h.mu.Unlock()
+	}()
 	for _, hook := range r.h.AfterBarrier {
 		if err := safely(func() error { return hook(plan) }); err != nil {
 			return &PhaseError{Phase: PhaseBarrier, Err: fmt.Errorf("after the barrier: %w", err)}

@@ -16,11 +16,13 @@ import (
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
-// PhaseTiming is how long one phase of Run took.
+// PhaseTiming is how long one phase of Run took; for PhaseBarrier, Hooks
+// is how much of it the AfterBarrier hooks took.
 type PhaseTiming struct {
 	Phase    Phase         `json:"phase"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
+	Hooks    time.Duration `json:"hooks,omitempty"`
 }
 
 // ComponentStatus is one component's state. Restarts counts the restarts
@@ -163,9 +165,13 @@ func (h *Harness) Handler() http.Handler {
 				for _, c := range st.Components {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", c.Name, c.State, c.Since.Format(time.RFC3339), strings.Join(c.Dependencies, ","), c.Restarts, c.Recoveries, firstLine(c.Error))
 				}
-				fmt.Fprintf(tw, "\nPHASE\tDURATION\n")
+				fmt.Fprintf(tw, "\nPHASE\tDURATION\tOF WHICH HOOKS\n")
 				for _, p := range st.Phases {
-					fmt.Fprintf(tw, "%s\t%s\n", p.Phase, p.Duration)
+					hooks := ""
+					if p.Hooks > 0 {
+						hooks = p.Hooks.String()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Phase, p.Duration, hooks)
 				}
 			})
 			return

@@ -144,3 +144,36 @@ func TestAfterBarrierHook(t *testing.T) {
 		assert.False(t, later, "hooks after a failed one do not run")
 	})
 }
+
+// TestPhaseTimingHooks: the barrier's timing says how much of it the
+// AfterBarrier hooks took, in /components' JSON and text; no other phase
+// has hooks.
+func TestPhaseTimingHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newHarness(t)
+		h.AfterBarrier = []harness.BarrierHook{
+			func(*scoping.Plan) error { time.Sleep(30 * time.Millisecond); return nil },
+			func(*scoping.Plan) error { time.Sleep(5 * time.Millisecond); return nil },
+		}
+		require.NoError(t, h.Add(newFake("a", &journal{}), nil))
+		stop, _ := runUntil(t, h)
+		time.Sleep(time.Second) // past the hooks' sleeps
+		synctest.Wait()
+		require.Equal(t, harness.PhaseRun, h.Status().Phase)
+		byPhase := map[harness.Phase]harness.PhaseTiming{}
+		for _, p := range h.Status().Phases {
+			byPhase[p.Phase] = p
+		}
+		require.Contains(t, byPhase, harness.PhaseBarrier)
+		assert.Equal(t, 35*time.Millisecond, byPhase[harness.PhaseBarrier].Hooks)
+		assert.Equal(t, 35*time.Millisecond, byPhase[harness.PhaseBarrier].Duration, "the fake clock moves only in the hooks")
+		for _, p := range []harness.Phase{harness.PhaseValidate, harness.PhaseParse, harness.PhaseStart} {
+			assert.Zero(t, byPhase[p].Hooks, p)
+		}
+		_, body := get(t, h.Handler(), "/components", "")
+		assert.Contains(t, body, `"hooks": 35000000`)
+		_, body = get(t, h.Handler(), "/components", "text/plain")
+		assert.Regexp(t, `barrier\s+35ms\s+35ms`, body)
+		require.NoError(t, stop())
+	})
+}

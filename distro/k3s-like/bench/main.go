@@ -129,13 +129,14 @@ type result struct {
 	// at the last two.
 	cpuReady, cpuStart, cpuLoaded time.Duration
 	procCPUStart, procCPULoaded   map[string]time.Duration
-	procRSSLoaded                 map[string][2]int64 // KiB by process once every Pod is bound: VmRSS, RssAnon
-	latency                       histogram           // the workload window's non-long-running requests
-	audit                         histogram           // the same from the audit log, 1 ms buckets (auditLatency)
-	auditSpans                    []auditSpan         // its requests (read by keepLogs, then dropped)
-	mem                           memView             // once every Pod is bound, read after RSS
-	gc                            *gcView             // the garbage collectors during the workload, under -gctrace
-	harnessPhases                 time.Duration
+	procRSSLoaded                 map[string][2]int64      // KiB by process once every Pod is bound: VmRSS, RssAnon
+	latency                       histogram                // the workload window's non-long-running requests
+	audit                         histogram                // the same from the audit log, 1 ms buckets (auditLatency)
+	auditSpans                    []auditSpan              // its requests (read by keepLogs, then dropped)
+	mem                           memView                  // once every Pod is bound, read after RSS
+	gc                            *gcView                  // the garbage collectors during the workload, under -gctrace
+	harnessPhases                 time.Duration            // A: validate + parse + barrier, its hooks left out
+	barrierHooks                  time.Duration            // A: the server's barrier hooks
 	startAt                       map[string]time.Duration // A: startPhases, from exec
 	componentCPU                  map[string]time.Duration // A: the hook's split of the workload's CPU, nil without
 	unlabelledCPU                 map[string]time.Duration // A: componentCPU's unlabelled share, by what ran
@@ -421,7 +422,7 @@ func (m *measurement) ready(ctx context.Context) error {
 		phCtx, phCancel := context.WithTimeout(ctx, 10*time.Second)
 		defer phCancel()
 		var err error
-		if m.r.harnessPhases, m.r.startAt, err = harnessPhases(phCtx, m.p, m.start); err != nil {
+		if m.r.harnessPhases, m.r.barrierHooks, m.r.startAt, err = harnessPhases(phCtx, m.p, m.start); err != nil {
 			return err
 		}
 	}
@@ -816,31 +817,31 @@ var startPhases = []string{"harness starts (process init, PKI, files)", "parse d
 // harnessPhases reads A's status from its /components once every
 // component of startPhases is ready there (the bench may see a component
 // ready — its /healthz, its lease — a moment before the harness does): the
-// validate + parse + barrier time, and the startPhases as times since exec
-// (start).
-func harnessPhases(ctx context.Context, p ports, start time.Time) (d time.Duration, at map[string]time.Duration, err error) {
+// validate + parse + barrier time with the barrier's hooks (the server's
+// own work: PKI, files, the status listener) left out, the hooks' time,
+// and the startPhases as times since exec (start).
+func harnessPhases(ctx context.Context, p ports, start time.Time) (d, hooks time.Duration, at map[string]time.Duration, err error) {
 	var last error
 	if werr := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		d, at, last = readPhases(p, start)
+		d, hooks, at, last = readPhases(p, start)
 		return last == nil, nil
 	}); werr != nil {
-		return 0, nil, errors.Join(werr, last)
+		return 0, 0, nil, errors.Join(werr, last)
 	}
-	return d, at, nil
+	return d, hooks, at, nil
 }
 
-func readPhases(p ports, start time.Time) (time.Duration, map[string]time.Duration, error) {
+func readPhases(p ports, start time.Time) (d, hooks time.Duration, at map[string]time.Duration, err error) {
 	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(p.status) + "/components")
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	defer resp.Body.Close()
 	var st harness.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	at := map[string]time.Duration{}
-	var d time.Duration
+	at = map[string]time.Duration{}
 	for _, ph := range st.Phases {
 		switch ph.Phase {
 		case harness.PhaseValidate:
@@ -851,7 +852,8 @@ func readPhases(p ports, start time.Time) (time.Duration, map[string]time.Durati
 			d += ph.Duration
 		case harness.PhaseBarrier:
 			at[startPhases[2]] = ph.Start.Add(ph.Duration).Sub(start)
-			d += ph.Duration
+			d += ph.Duration - ph.Hooks
+			hooks += ph.Hooks
 		}
 	}
 	for _, c := range st.Components {
@@ -860,14 +862,14 @@ func readPhases(p ports, start time.Time) (time.Duration, map[string]time.Durati
 		}
 	}
 	if d == 0 {
-		return 0, nil, errors.New("no phase timings in /components")
+		return 0, 0, nil, errors.New("no phase timings in /components")
 	}
 	for _, name := range startPhases {
 		if _, ok := at[name]; !ok {
-			return 0, nil, fmt.Errorf("/components at ready has no %q", name)
+			return 0, 0, nil, fmt.Errorf("/components at ready has no %q", name)
 		}
 	}
-	return d, at, nil
+	return d, hooks, at, nil
 }
 
 // rss sums VmRSS and RssAnon (KiB) over the processes.
