@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/datadir"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/rbacapply"
 	"github.com/kubeharness/kubeharness/scoping"
 )
 
@@ -27,7 +29,9 @@ import (
 // B's apiserver (the bench's binary again, -feature-discovery), started
 // once B is ready — when A's harness starts its publisher — with A's plan
 // (from k3s-like's --dry-run) and A's publisher and summarizer settings,
-// as the admin (B has no node-join to bind the publisher's own role).
+// as A's: their own user (the PKI's feature publisher certificate), bound
+// to the same ClusterRole (rbacapply.FeaturePublisherAccess); the driver
+// installs the CRDs and applies the role first, as A's node-join does.
 
 // discoveryPlanFile is where upstreamArgs keeps the dry-run's plan, in the
 // run's data dir.
@@ -55,9 +59,16 @@ func writePlan(dir string, dryRun []byte) error {
 	return os.WriteFile(filepath.Join(dir, discoveryPlanFile), b, 0o600)
 }
 
-// startDiscovery starts B's feature discovery, this binary with
-// -feature-discovery dir.
-func (m *measurement) startDiscovery() error {
+// startDiscovery installs the feature discovery's CRDs in B and lets its
+// user do what A's may, as A's node-join does (as the admin), then starts
+// it, this binary with -feature-discovery dir.
+func (m *measurement) startDiscovery(ctx context.Context) error {
+	if err := featurepub.InstallCRDs(ctx, m.restCfg); err != nil {
+		return fmt.Errorf("the feature discovery's CRDs in B: %w", err)
+	}
+	if err := rbacapply.FeaturePublisherAccess(ctx, m.client, metav1.ApplyOptions{FieldManager: "k3s-like/bench-b", Force: true}); err != nil {
+		return fmt.Errorf("the feature publisher's role in B: %w", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -88,7 +99,7 @@ func runDiscovery(dir, addr string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	kubeconfig := datadir.PKI(dir).AdminKubeconfig()
+	kubeconfig := datadir.PKI(dir).FeaturePublisherKubeconfig()
 	pub := &featurepub.Publisher{Server: "bench-b", FieldManager: "k3s-like/bench-b", UserAgent: "k3s-like-feature-publisher",
 		Kubeconfig: kubeconfig, Plan: func() *scoping.Plan { return plan }}
 	sum := &featurepub.Summarizer{FieldManager: "k3s-like/node-summary", UserAgent: "k3s-like-feature-summarizer", Kubeconfig: kubeconfig}

@@ -414,7 +414,7 @@ func (m *measurement) ready(ctx context.Context) error {
 	m.r.rssReady, m.r.anonReady = rss(m.procs)
 	m.r.cpuReady = sum(procCPU(m.procs))
 	if m.r.kind == "B" { // once ready, as A's harness starts its publisher
-		if err := m.startDiscovery(); err != nil {
+		if err := m.startDiscovery(ctx); err != nil {
 			return m.failed("B's feature discovery", err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/kubeharness/kubeharness/components/featurepub"
 	"github.com/kubeharness/kubeharness/components/flannel"
 	"github.com/kubeharness/kubeharness/components/pki"
+	"github.com/kubeharness/kubeharness/distro/k3s-like/internal/rbacapply"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -365,14 +365,14 @@ func publishNodeAccess(ctx context.Context, client kubernetes.Interface) error {
 	}
 	// The serving certificate approver: read Nodes and requests, approve
 	// for the kubelet-serving signer only.
-	if err := publishClusterRole(ctx, client, opts, kubeletServingApprover, approvers.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
+	if err := rbacapply.ClusterRole(ctx, client, opts, kubeletServingApprover, approvers.ServingApproverRules(), "User", pki.KubeletServingApproverUser); err != nil {
 		return err
 	}
-	if err := publishClusterRole(ctx, client, opts, featurePublisher, featurepub.ServerRules(), "User", pki.FeaturePublisherUser); err != nil {
+	if err := rbacapply.FeaturePublisherAccess(ctx, client, opts); err != nil {
 		return err
 	}
 	// Each node's flannel uses its kubelet's credential.
-	if err := publishClusterRole(ctx, client, opts, flannelRole, flannel.Rules(), "Group", "system:nodes"); err != nil {
+	if err := rbacapply.ClusterRole(ctx, client, opts, flannelRole, flannel.Rules(), "Group", "system:nodes"); err != nil {
 		return err
 	}
 	return publishReporterAccess(ctx, client, opts)
@@ -385,27 +385,6 @@ const kubeletServingApprover = "kubeharness:kubelet-serving-approver"
 // flannelRole names the ClusterRole and binding of the nodes' flannel
 // (flannel.Rules).
 const flannelRole = "kubeharness:flannel"
-
-// featurePublisher names the ClusterRole and binding of the servers'
-// feature publisher and summarizer (featurepub.ServerRules).
-const featurePublisher = "kubeharness:feature-publisher"
-
-// publishClusterRole applies the ClusterRole name with rules and binds it
-// to the subject of kind (User or Group) subject.
-func publishClusterRole(ctx context.Context, client kubernetes.Interface, opts metav1.ApplyOptions, name string, rules []rbacv1.PolicyRule, kind, subject string) error {
-	role := rbacv1ac.ClusterRole(name)
-	for _, r := range rules {
-		role.WithRules(rbacv1ac.PolicyRule().WithAPIGroups(r.APIGroups...).WithResources(r.Resources...).
-			WithResourceNames(r.ResourceNames...).WithVerbs(r.Verbs...).WithNonResourceURLs(r.NonResourceURLs...))
-	}
-	if _, err := client.RbacV1().ClusterRoles().Apply(ctx, role, opts); err != nil {
-		return err
-	}
-	_, err := client.RbacV1().ClusterRoleBindings().Apply(ctx, rbacv1ac.ClusterRoleBinding(name).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(name)).
-		WithSubjects(rbacv1ac.Subject().WithKind(kind).WithAPIGroup("rbac.authorization.k8s.io").WithName(subject)), opts)
-	return err
-}
 
 // nodeReporter names the ClusterRole, its binding and the admission policy
 // that let each node's feature reporter write its own NodeFeatureReport.
