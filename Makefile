@@ -208,8 +208,8 @@ fuzz:
 # GODEBUG=gctrace=1 (the GC table); after each scale's pairs one more run
 # of A under the CPU profiler gives A's CPU by component (in no ratio). Not
 # part of `make test`; fails, naming the scale and the run, if any run is
-# not ready or leaves a Pod unbound. The defaults took 7m05s on a quiet
-# 2-core machine (the runs 6m05s; builds cached).
+# not ready or leaves a Pod unbound. The defaults took 9m17s-9m40s on a
+# quiet 2-core machine (the runs 8m27s-8m44s; builds cached).
 BENCH_SCALES ?= 150,1500,5000
 BENCH_PAIRS ?= 3
 bench: build
