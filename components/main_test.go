@@ -110,20 +110,11 @@ func goleakIgnores(baseline goleak.Option) []goleak.Option {
 func verifyNoLeaks(t *testing.T, baseline goleak.Option, wait time.Duration, extra ...goleak.Option) time.Duration {
 	t.Helper()
 	t.Logf("goroutines right after stop, by first function: %v", goroutineTops())
-	start := time.Now()
-	var err error
-	for {
-		runtime.GC()
-		if err = goleak.Find(append(goleakIgnores(baseline), extra...)...); err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > wait {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+	settled, err := testenv.FindLeaks(wait, 500*time.Millisecond, append(goleakIgnores(baseline), extra...)...)
+	if err != nil {
+		t.Errorf("goroutines left %s after stop:\n%v", wait, err)
 	}
-	t.Errorf("goroutines left %s after stop:\n%v", wait, err)
-	return time.Since(start)
+	return settled
 }
 
 // runSpy wraps a component and counts the calls of its Run.

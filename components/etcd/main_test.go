@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/kubeharness/kubeharness/components/testenv"
 )
 
 // peerConnLinger bounds how long a closed etcd's peer connections may
@@ -23,14 +23,9 @@ const peerConnLinger = 2 * 5 * time.Second
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		start := time.Now()
-		for err := goleak.Find(); err != nil; err = goleak.Find() {
-			if time.Since(start) > peerConnLinger {
-				fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-				code = 1
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+		if _, err := testenv.FindLeaks(peerConnLinger, 100*time.Millisecond); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
 		}
 	}
 	os.Exit(code)
