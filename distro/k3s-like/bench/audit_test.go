@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +66,49 @@ func TestAuditLatency(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(lines[0]+"\n{not json\n"), 0o600))
 	_, _, err = auditLatency(path, t0, t0.Add(time.Hour))
 	assert.ErrorContains(t, err, "audit.log:2:")
+}
+
+// auditHistogram is auditLatency's histogram of requests of the given
+// kinds (verb and resource: "create pods") and latencies.
+func auditHistogram(t *testing.T, lat map[string][]time.Duration) histogram {
+	t.Helper()
+	t0 := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	var lines []string
+	for kind, ds := range lat {
+		verb, resource, _ := strings.Cut(kind, " ")
+		for _, d := range ds {
+			b, err := json.Marshal(auditv1.Event{
+				Stage: auditv1.StageResponseComplete, Verb: verb, ObjectRef: &auditv1.ObjectReference{Resource: resource},
+				RequestReceivedTimestamp: metav1.NewMicroTime(t0), StageTimestamp: metav1.NewMicroTime(t0.Add(d)),
+			})
+			require.NoError(t, err)
+			lines = append(lines, string(b))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	h, _, err := auditLatency(path, t0, t0.Add(time.Second))
+	require.NoError(t, err)
+	return h
+}
+
+// TestRenderAuditTail: per kind, how many of its requests were slower
+// than their run's p99 over every kind, and its own p99, medians over
+// each side's runs; most of the tail first, then by name.
+func TestRenderAuditTail(t *testing.T) {
+	ms := func(from, to, step int) []time.Duration {
+		var out []time.Duration
+		for i := from; i <= to; i += step {
+			out = append(out, time.Duration(i)*time.Millisecond)
+		}
+		return out
+	}
+	// A: Pods at 1..100 ms, events at 150..159 ms: the p99 falls in the
+	// events, one of which is slower. B: Pods at 2..200 ms, events at 10 ms.
+	a := auditHistogram(t, map[string][]time.Duration{"create pods": ms(1, 100, 1), "create events": ms(150, 159, 1)})
+	b := auditHistogram(t, map[string][]time.Duration{"create pods": ms(2, 200, 2), "create events": slices.Repeat([]time.Duration{10 * time.Millisecond}, 10)})
+	s := scaleRuns{a: []result{{audit: a}, {audit: a}}, b: []result{{audit: b}, {audit: b}}}
+	var sb strings.Builder
+	renderAuditTail(&sb, s)
+	assert.Contains(t, sb.String(), "| `create events` | 1 | 0 | 158.9 | 10.0 |\n| `create pods` | 0 | 1 | 99.0 | 198.0 |\n")
 }

@@ -598,9 +598,17 @@ func renderAuditTail(sb *strings.Builder, s scaleRuns) {
 	if len(both) == 0 {
 		return
 	}
-	slower := func(r result, kind string) float64 {
-		h := r.audit.only(both)
-		return h.above(kind, h.quantile(0.99))
+	// Each run's p99 over those kinds, once: every kind's count is above it.
+	p99s := func(rs []result) []float64 {
+		return values(rs, func(r result) float64 { return r.audit.only(both).quantile(0.99) })
+	}
+	p99A, p99B := p99s(s.a), p99s(s.b)
+	slower := func(rs []result, p99 []float64, kind string) float64 {
+		n := make([]float64, len(rs))
+		for i, r := range rs {
+			n[i] = r.audit.above(kind, p99[i])
+		}
+		return med(n)
 	}
 	type row struct {
 		kind                     string
@@ -609,10 +617,7 @@ func renderAuditTail(sb *strings.Builder, s scaleRuns) {
 	var rows []row
 	for k := range both {
 		p99 := func(r result) float64 { return 1000 * r.audit.only(map[string]bool{k: true}).quantile(0.99) }
-		rows = append(rows, row{k,
-			med(values(s.a, func(r result) float64 { return slower(r, k) })),
-			med(values(s.b, func(r result) float64 { return slower(r, k) })),
-			med(values(s.a, p99)), med(values(s.b, p99))})
+		rows = append(rows, row{k, slower(s.a, p99A, k), slower(s.b, p99B, k), med(values(s.a, p99)), med(values(s.b, p99))})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if si, sj := rows[i].tailA+rows[i].tailB, rows[j].tailA+rows[j].tailB; si != sj {
