@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeharness/kubeharness/components"
 	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/components/testenv/leaktest"
 	"github.com/kubeharness/kubeharness/harness"
 )
 
@@ -110,7 +111,7 @@ func goleakIgnores(baseline goleak.Option) []goleak.Option {
 func verifyNoLeaks(t *testing.T, baseline goleak.Option, wait time.Duration, extra ...goleak.Option) time.Duration {
 	t.Helper()
 	t.Logf("goroutines right after stop, by first function: %v", goroutineTops())
-	settled, err := testenv.FindLeaks(wait, 500*time.Millisecond, append(goleakIgnores(baseline), extra...)...)
+	settled, err := leaktest.FindLeaks(wait, 500*time.Millisecond, append(goleakIgnores(baseline), extra...)...)
 	if err != nil {
 		t.Errorf("goroutines left %s after stop:\n%v", wait, err)
 	}

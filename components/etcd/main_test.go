@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeharness/kubeharness/components/testenv"
+	"github.com/kubeharness/kubeharness/components/testenv/leaktest"
 )
 
 // peerConnLinger bounds how long a closed etcd's peer connections may
@@ -23,7 +23,7 @@ const peerConnLinger = 2 * 5 * time.Second
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		if _, err := testenv.FindLeaks(peerConnLinger, 100*time.Millisecond); err != nil {
+		if _, err := leaktest.FindLeaks(peerConnLinger, 100*time.Millisecond); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 			code = 1
 		}

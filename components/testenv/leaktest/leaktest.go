@@ -1,4 +1,6 @@
-package testenv
+// Package leaktest waits for a test's goroutines to end (goleak), apart
+// from package testenv so that testenv's users need not require goleak.
+package leaktest
 
 import (
 	"runtime"
